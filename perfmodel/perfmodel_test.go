@@ -36,10 +36,10 @@ func TestReadmeExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		name               string
-		ways               []int
-		nb, sd             []float64
-		stp, antt, unf     float64
+		name           string
+		ways           []int
+		nb, sd         []float64
+		stp, antt, unf float64
 	}{
 		{"ucp", []int{2, 2, 1, 1, 4, 1},
 			[]float64{1.11045, 1.00697, 1.16813, 1.04627, 1.18749, 1.02608},
