@@ -110,6 +110,8 @@ type Options struct {
 	// Epsilon: an action with a repercussion is kept only if it lowers the weighted
 	// min-max unfairness by more than Epsilon (0).
 	Epsilon float64
+	// Skip lists rungs the platform cannot actuate (e.g. CPU quota or moves inside a socket).
+	Skip []Kind
 }
 
 // DefaultOptions returns the thesis's thresholds and colo's choices for the rest, for the
@@ -634,10 +636,45 @@ func (c *Controller) aggressors(ep *episode) []*workload {
 }
 
 func (c *Controller) ladder(h HurtKind) []Kind {
+	all := []Kind{MBAStep, CPUQuota, SocketMove}
 	if h == CacheHurt {
-		return []Kind{CATConfine, CPUQuota, CoreMove, SocketMove}
+		all = []Kind{CATConfine, CPUQuota, CoreMove, SocketMove}
 	}
-	return []Kind{MBAStep, CPUQuota, SocketMove}
+	out := all[:0:0]
+	for _, k := range all {
+		skip := false
+		for _, s := range c.opt.Skip {
+			skip = skip || s == k
+		}
+		if !skip {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// SetCores records where a workload actually runs (the platform may pick other cores than
+// the controller proposed for a move). The cores must lie in one LLC domain.
+func (c *Controller) SetCores(id string, cores []int) error {
+	w, ok := c.ws[id]
+	if !ok {
+		return fmt.Errorf("vp: no workload %q", id)
+	}
+	if len(cores) == 0 {
+		return fmt.Errorf("vp: workload %q needs at least one core", id)
+	}
+	dom := c.m.DomainOfCore(cores[0] % c.m.Cores())
+	for _, k := range cores {
+		if k < 0 || k >= c.logicalCPUs() || c.m.DomainOfCore(k%c.m.Cores()) != dom {
+			return fmt.Errorf("vp: workload %q cores %v are not inside one LLC domain of %s", id, cores, c.m.Name)
+		}
+	}
+	if w.cfg.domain(c.m) != dom {
+		w.cfg.Mask = c.m.FullMask()
+	}
+	w.cfg.Cores = append([]int(nil), cores...)
+	sort.Ints(w.cfg.Cores)
+	return nil
 }
 
 // choose returns the cheapest applicable action of the episode.
