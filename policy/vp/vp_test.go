@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"colo/machine"
+	"colo/profile"
 )
 
 func TestClassifyBounds(t *testing.T) {
@@ -346,5 +347,46 @@ func TestAddRejects(t *testing.T) {
 		if err := r.c.Add(tc.id, 1, tc.cores); err == nil || !strings.Contains(err.Error(), tc.frag) {
 			t.Errorf("Add(%q, %v) = %v, want %q", tc.id, tc.cores, err, tc.frag)
 		}
+	}
+}
+
+// The 9-state classification of the dataset's 55 SPEC applications (Skylake-SP, 11 ways),
+// alone with the whole LLC and squeezed to one way. L3 MPKI is llcmpki; MF is
+// llcmpki/llcrpki (LLC references are the L2 misses). Anchors from the thesis: Milc is S8,
+// Mcf (CPU2000, as on the thesis's Westmere) is S1 and moves down under cache pressure.
+// Property: taking cache away never moves an application up a row or left a column.
+func TestClassifyDataset(t *testing.T) {
+	set, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := DefaultThresholds()
+	count := map[State]int{}
+	classify := func(tb *profile.Table, w int) State {
+		mpki := tb.Value(profile.LLCMPKI, w)
+		return th.Classify(mpki, MemoryFactor(mpki, tb.Value(profile.LLCRPKI, w)))
+	}
+	for _, name := range set.Names() {
+		tb, _ := set.Get(name)
+		full, one := classify(tb, set.Ways()), classify(tb, 1)
+		count[full]++
+		t.Logf("%-14s %v (1 way: %v)", name, full, one)
+		if one.Row() < full.Row() || one.Col() < full.Col() {
+			t.Errorf("%s: %v with the whole cache but %v with one way", name, full, one)
+		}
+	}
+	t.Logf("states with the whole cache: %v", count)
+	for name, want := range map[string]State{"milc06": 8, "mcf00": 1, "swim00": 8, "omnetpp06": 1, "povray06": 0} {
+		tb, _ := set.Get(name)
+		if got := classify(tb, set.Ways()); got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+	tb, _ := set.Get("mcf00")
+	if s := classify(tb, 1); s.Row() <= 0 {
+		t.Errorf("mcf00 with one way should move down from S1, is %v", s)
+	}
+	if len(set.Names()) != 55 {
+		t.Errorf("%d apps, the data set has 55", len(set.Names()))
 	}
 }
