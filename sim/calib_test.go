@@ -143,6 +143,7 @@ func TestCalibTsearch(t *testing.T) {
 	// Once the tree is in cache the 10 % MBA gap closes.
 	in10, in100 := sweepPoint(t, "icx-4314-2s", StressTsearch(1<<17), 10, 10), sweepPoint(t, "icx-4314-2s", StressTsearch(1<<17), 10, 100)
 	out10, out100 := sweepPoint(t, "icx-4314-2s", StressTsearch(1<<17), 3, 10), sweepPoint(t, "icx-4314-2s", StressTsearch(1<<17), 3, 100)
+	t.Logf("tsearch 2^17 MBA 10 %%/100 %%: %.3f at 10 ways, %.3f at 3 ways", in10.IPC/in100.IPC, out10.IPC/out100.IPC)
 	if gapIn, gapOut := 1-in10.IPC/in100.IPC, 1-out10.IPC/out100.IPC; gapIn > 0.02 || gapOut < 0.1 {
 		t.Errorf("tsearch 2^17 MBA 10 %% gap: %.3f with the tree cached (want ≈ 0), %.3f at 3 ways (want > 0.1)", gapIn, gapOut)
 	}
@@ -157,6 +158,7 @@ func TestCalibTsearch(t *testing.T) {
 		for mba := 10; mba <= 100; mba += 10 {
 			ipc[mba] = sweepPoint(t, "icx-4314-2s", StressTsearch(1<<20), k, mba).IPC
 		}
+		t.Logf("tsearch 2^20 at %d ways: IPC at MBA 10 %% / 20 %% / 100 %%: %.3f %.3f %.3f", k, ipc[10], ipc[20], ipc[100])
 		if ipc[10] > 0.85*ipc[100] {
 			t.Errorf("tsearch 2^20 at %d ways: MBA 10 %% IPC %.3f not markedly below 100 %%'s %.3f", k, ipc[10], ipc[100])
 		}
@@ -212,6 +214,9 @@ func TestCalibSevenZip(t *testing.T) {
 		for _, mba := range []int{10, 20, 50} {
 			a := sweepPoint(t, "icx-4314-2s", SevenZip(2, 1), k, mba).IPC
 			b := sweepPoint(t, "icx-4314-2s", SevenZip(2, 1), k, 100).IPC
+			if k == 1 && mba == 10 {
+				t.Logf("7-Zip -mx=2 at 1 way: IPC at MBA 10 %% / 100 %%: %.3f %.3f", a, b)
+			}
 			if a < 0.99*b {
 				t.Errorf("7-Zip -mx=2 at %d ways: MBA %d %% IPC %.3f vs %.3f at 100 %%; it must depend on ways only", k, mba, a, b)
 			}
@@ -230,6 +235,7 @@ func TestCalibSevenZip(t *testing.T) {
 	for _, k := range []int{1, 6, 12} {
 		at := func(mba int) float64 { return sweepPoint(t, "icx-4314-2s", SevenZip(5, 1), k, mba).IPC }
 		full := at(100)
+		t.Logf("7-Zip -mx=5 at %d ways: IPC at MBA 10 %% / 20 %% / 100 %%: %.3f %.3f %.3f", k, at(10), at(20), full)
 		if at(10) > 0.9*full {
 			t.Errorf("7-Zip -mx=5 at %d ways: MBA 10 %% must hurt (IPC %.3f vs %.3f)", k, at(10), full)
 		}

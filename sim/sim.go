@@ -711,11 +711,21 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 		c.ID, c.Phase, c.Domain, c.Socket, c.CLOS = w.id, w.phase, w.domain, w.socket, w.clos
 		vals := [nCounters]*uint64{&c.Instructions, &c.Cycles, &c.StallCycles, &c.StallsL3Miss, &c.LLCReferences,
 			&c.LLCMisses, &c.L1References, &c.MemBytesTotal, &c.MemBytesLocal}
+		if m.o.Noise > 0 {
+			for k := range d {
+				if k != cCycles {
+					d[k] *= m.noise()
+				}
+			}
+			// noisy counts stay consistent: stalls ≤ cycles, L3 stalls ≤ stalls, misses ≤
+			// references, local ≤ total traffic
+			d[cStalls] = math.Min(d[cStalls], d[cCycles])
+			d[cStallsL3] = math.Min(d[cStallsL3], d[cStalls])
+			d[cMisses] = math.Min(d[cMisses], d[cRefs])
+			d[cMemLocal] = math.Min(d[cMemLocal], d[cMemTotal])
+		}
 		for k := 0; k < nCounters; k++ {
 			v := d[k]
-			if m.o.Noise > 0 && k != cCycles {
-				v *= m.noise()
-			}
 			w.cum[k] += v
 			r := uint64(w.cum[k])
 			*vals[k] = r - w.rep[k]
