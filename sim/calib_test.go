@@ -268,3 +268,62 @@ func TestCalibDCatMicrobenchmarks(t *testing.T) {
 		t.Errorf("MLR-8MB stops gaining 5 %% per way at %d ways, want about 8 (7–9)", pref)
 	}
 }
+
+// dCat Fig. 1 (seed003.md §3.2) on bdw-2697v4: MLR-6MB is badly hurt by two MLOAD-60MB
+// neighbours in a shared cache and fully protected by CAT at 6 ways (13.5 MB); MLR-16MB is
+// still severely hurt with CAT, because 13.5 MB < 16 MB.
+func TestCalibDCatNoisyNeighbours(t *testing.T) {
+	run := func(ws int64, cat bool, neighbours bool) float64 {
+		p, _ := machine.Get("bdw-2697v4")
+		m, err := New(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := m.AddWorkload(MLR(ws), []int{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cat {
+			if err := m.SetCLOS(1, []uint64{0x3f}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.SetCLOS(0, []uint64{0xfffc0}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Assign(id, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if neighbours {
+			for c := 1; c <= 2; c++ {
+				if _, err := m.AddWorkload(MLOAD(60<<20), []int{c}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var instr, cyc float64
+		for i := 0; i < 40; i++ {
+			c := m.Step(100 * time.Millisecond)[0]
+			if i >= 20 {
+				instr += float64(c.Instructions)
+				cyc += float64(c.Cycles)
+			}
+		}
+		return instr / cyc
+	}
+	alone6 := run(6<<20, false, false)
+	shared6 := run(6<<20, false, true)
+	cat6 := run(6<<20, true, true)
+	alone16 := run(16<<20, false, false)
+	cat16 := run(16<<20, true, true)
+	t.Logf("MLR-6MB IPC alone %.4f, shared with 2 MLOAD %.4f, CAT 6 ways %.4f; MLR-16MB alone %.4f, CAT %.4f", alone6, shared6, cat6, alone16, cat16)
+	if shared6 > 0.7*alone6 {
+		t.Errorf("MLR-6MB must be badly hurt in a shared cache: %.4f vs %.4f alone", shared6, alone6)
+	}
+	if cat6 < 0.9*alone6 { // residual conflict misses of 4 KiB pages (seed003.md §3.2) cost a few %
+		t.Errorf("MLR-6MB must be protected by CAT at 6 ways: %.4f vs %.4f alone", cat6, alone6)
+	}
+	if cat16 > 0.7*alone16 {
+		t.Errorf("MLR-16MB must still be severely hurt with CAT at 6 ways: %.4f vs %.4f alone", cat16, alone16)
+	}
+}
