@@ -153,6 +153,7 @@ type workload struct {
 	cpiMBA  float64
 	stT     float64 // solo stall fractions
 	stM     float64
+	stL3    float64
 	bpi     float64 // DRAM bytes per instruction
 	rpki    float64
 	mpki    float64
@@ -662,7 +663,8 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 		w.mpki = t.At(profile.LLCMPKI, eff)
 		bw := t.At(profile.BandwidthMBps, eff) // per thread, MB/s
 		w.stT = math.Min(1, t.At(profile.StallsTotal, eff))
-		w.stM = perfmodel.MemStalls(w.stT, t.At(profile.StallsL3Miss, eff), t.At(profile.StallsStoreBuf, eff))
+		w.stL3 = math.Min(w.stT, t.At(profile.StallsL3Miss, eff))
+		w.stM = perfmodel.MemStalls(w.stT, w.stL3, t.At(profile.StallsStoreBuf, eff))
 		w.bpi = bw * 1e6 / (ipc * m.clockHz)
 		// 4: MBA ceiling.
 		w.cpiMBA = w.cpiSolo
@@ -694,7 +696,7 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 		d[cInstr] = instr
 		d[cCycles] = cycles
 		d[cStalls] = instr * (w.cpiSolo*w.stT + (cpi - w.cpiSolo))
-		d[cStallsL3] = instr * (w.cpiSolo*w.stM + (cpi - w.cpiSolo))
+		d[cStallsL3] = instr * (w.cpiSolo*w.stL3 + (cpi - w.cpiSolo))
 		d[cRefs] = instr * w.rpki / 1000
 		d[cMisses] = instr * w.mpki / 1000
 		d[cL1] = instr * pm.loads

@@ -223,6 +223,7 @@ func TestTableWorkloadAloneReproducesRow(t *testing.T) {
 			mpki := 1000 * float64(c.LLCMisses) / float64(c.Instructions)
 			mbps := float64(c.MemBytesTotal) / 1e6 / 10
 			stalls := float64(c.StallCycles) / float64(c.Cycles)
+			l3 := float64(c.StallsL3Miss) / float64(c.Cycles)
 			for _, chk := range []struct {
 				what      string
 				got, want float64
@@ -231,6 +232,7 @@ func TestTableWorkloadAloneReproducesRow(t *testing.T) {
 				{"llcmpki", mpki, tb.Value(profile.LLCMPKI, k)},
 				{"bandwidth_mbps", mbps, tb.Value(profile.BandwidthMBps, k)},
 				{"stalls_total", stalls, tb.Value(profile.StallsTotal, k)},
+				{"stalls_l3_miss", l3, tb.Value(profile.StallsL3Miss, k)},
 			} {
 				if math.Abs(chk.got-chk.want) > 1e-4*math.Max(1, chk.want) {
 					t.Errorf("%s alone in %d ways: %s %.6f, table %.6f", name, k, chk.what, chk.got, chk.want)
