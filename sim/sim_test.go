@@ -473,3 +473,27 @@ func TestUsableBytesProperties(t *testing.T) {
 		t.Fatalf("one 2 MB page in one 2 MB way: %v", u)
 	}
 }
+
+// Under the simple model an oversubscribed socket serves exactly its bandwidth limit
+// (MODEL.md §4.1: the reduced bandwidths sum to B), and heavier users lose more.
+func TestSimpleModelServesTheLimit(t *testing.T) {
+	const limit = 40000.0
+	m := icx(t, Options{BWModel: perfmodel.Simple, MemBWPerSocketMBps: limit})
+	for c := 0; c < 12; c++ {
+		add(t, m, MLOAD(60<<20), c)
+	}
+	add(t, m, StressTsearch(1<<20), 12)
+	m.Step(100 * time.Millisecond)
+	const dt = 1.0
+	cs := m.Step(time.Second)
+	total := 0.0
+	for _, c := range cs {
+		total += float64(c.MemBytesTotal) / 1e6 / dt
+	}
+	if math.Abs(total-limit) > 1e-3*limit {
+		t.Fatalf("oversubscribed socket serves %.0f MB/s, limit %.0f", total, limit)
+	}
+	if cs[12].Socket != 0 || m.wls[12].busF >= m.wls[0].busF {
+		t.Fatalf("the light tsearch (factor %.3f) must lose less than the streams (%.3f)", m.wls[12].busF, m.wls[0].busF)
+	}
+}
