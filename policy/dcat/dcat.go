@@ -323,7 +323,7 @@ func (c *Controller) decide(now time.Duration, full bool) Decision {
 	for _, id := range c.ids {
 		before[id] = c.ws[id].state
 	}
-	if full {
+	if full && !c.opt.Static {
 		for _, id := range c.ids {
 			w := c.ws[id]
 			if w.placed && now > w.since {

@@ -510,3 +510,19 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Static CAT: every workload keeps its baseline whatever its counters say.
+func TestStaticKeepsBaselines(t *testing.T) {
+	opt := DefaultOptions(20)
+	opt.Static = true
+	r := newRig(t, opt)
+	r.add("idle", 3, app{})
+	r.add("stream", 4, mload())
+	r.add("mlr", 5, mlr(8, 2.25, 0.5))
+	for i := 0; i < 15; i++ {
+		d := r.period()
+		if d.Ways("idle") != 3 || d.Ways("stream") != 4 || d.Ways("mlr") != 5 {
+			t.Fatalf("static CAT changed an allocation: %+v", d.Allocs)
+		}
+	}
+}

@@ -11,7 +11,30 @@ import (
 	"colo/sched"
 )
 
-func init() { sched.Register("dcat", NewScheduler) }
+func init() {
+	sched.Register("dcat", NewScheduler)
+	sched.Register("static-cat", NewStaticScheduler)
+}
+
+// NewStaticScheduler is the sched.Factory of "static-cat": the same placement and baselines
+// as dcat, each job holding its baseline ways for its whole run (the paper's "static
+// partition" baseline).
+func NewStaticScheduler(env sched.Env) (sched.Scheduler, error) {
+	s, err := NewScheduler(env)
+	if err != nil {
+		return nil, err
+	}
+	d := s.(*Scheduler)
+	d.name = "static-cat"
+	for i, c := range d.ctl {
+		o := c.Options()
+		o.Static = true
+		if d.ctl[i], err = New(o); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
 
 // Scheduler runs one dCat controller per LLC domain (socket) behind the sched.Scheduler
 // interface, so that `colo run` drives it on any platform.
@@ -32,6 +55,7 @@ func init() { sched.Register("dcat", NewScheduler) }
 // ipc_gain_threshold, phase_threshold, streaming_factor, llc_ref_rate, preferred_tolerance,
 // host_ways (default: the scheduler's reserve_ways).
 type Scheduler struct {
+	name      string
 	m         *machine.Profile
 	opt       Options
 	baseline  int
@@ -59,7 +83,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	opt.MaxCLOS = m.CAT.NumCLOSIDs
 	opt.Sparse = m.CAT.SparseMasks
 	opt.HostWays = max(0, env.Config.ReserveWays)
-	s := &Scheduler{m: m, baseline: 2, baselines: map[string]int{}, socketOf: map[int]int{},
+	s := &Scheduler{name: "dcat", m: m, baseline: 2, baselines: map[string]int{}, socketOf: map[int]int{},
 		lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pendingPlace: map[int]time.Duration{}}
 	if err := s.parseOptions(env.Config.Options, &opt); err != nil {
 		return nil, err
@@ -166,7 +190,7 @@ func (s *Scheduler) parseOptions(o map[string]any, opt *Options) error {
 }
 
 // Name implements sched.Scheduler.
-func (s *Scheduler) Name() string { return "dcat" }
+func (s *Scheduler) Name() string { return s.name }
 
 // Controller returns the controller of a socket (for inspection in tests and reports).
 func (s *Scheduler) Controller(socket int) *Controller { return s.ctl[socket] }
