@@ -53,7 +53,8 @@ func NewStaticScheduler(env sched.Env) (sched.Scheduler, error) {
 // scheduler.options: baseline (ways, default 2), baselines (map of job name to ways),
 // policy (max-performance | max-fairness), period_t (s, default 1), miss_rate_threshold,
 // ipc_gain_threshold, phase_threshold, streaming_factor, llc_ref_rate, preferred_tolerance,
-// host_ways (default: the scheduler's reserve_ways).
+// host_ways (default: the scheduler's reserve_ways). Keys may carry the prefix "dcat." (see
+// ScopedOptions).
 type Scheduler struct {
 	name      string
 	m         *machine.Profile
@@ -85,7 +86,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	opt.HostWays = max(0, env.Config.ReserveWays)
 	s := &Scheduler{name: "dcat", m: m, baseline: 2, baselines: map[string]int{}, socketOf: map[int]int{},
 		lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pendingPlace: map[int]time.Duration{}}
-	if err := s.parseOptions(env.Config.Options, &opt); err != nil {
+	if err := s.parseOptions(ScopedOptions(env.Config.Options, "dcat.", "static-cat."), &opt); err != nil {
 		return nil, err
 	}
 	if err := opt.Validate(); err != nil {
@@ -333,4 +334,35 @@ func takeCPUs(j sched.Job, s int, free [][]int) {
 		}
 	}
 	free[s] = keep
+}
+
+// ControllerPrefixes are the option prefixes of the online controllers: in a benchmark file
+// compared under several schedulers (colo compare), "dcat.baseline: 3" configures dcat and
+// static-cat only, "vp.window: 3" vp only; plain keys go to whichever scheduler runs.
+var ControllerPrefixes = []string{"dcat.", "static-cat.", "vp.", "lfoc+."}
+
+// ScopedOptions keeps the options meant for a scheduler: plain keys, and keys with one of
+// its own prefixes (stripped); keys with another controller's prefix are dropped.
+func ScopedOptions(o map[string]any, own ...string) map[string]any {
+	out := map[string]any{}
+	for k, v := range o {
+		other := false
+		for _, p := range ControllerPrefixes {
+			if len(k) > len(p) && k[:len(p)] == p {
+				other = true
+				for _, q := range own {
+					if p == q {
+						out[k[len(p):]] = v
+						other = false
+					}
+				}
+			}
+		}
+		if !other {
+			if _, set := out[k]; !set {
+				out[k] = v
+			}
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"colo/machine"
+	"colo/policy/dcat"
 	"colo/sched"
 )
 
@@ -25,7 +26,8 @@ func init() { sched.Register("vp", NewScheduler) }
 //
 // scheduler.options: period_t (s, 1), hurt_threshold (0.1), window (periods, 2),
 // saturation (0.8), confine_ways (2), mba_floor (machine minimum), priority_weight (weight of
-// priority jobs, 2), mpki_low/mpki_high (2/15), mf_low/mf_high (0.25/0.6).
+// priority jobs, 2), mpki_low/mpki_high (2/15), mf_low/mf_high (0.25/0.6); keys may carry the
+// prefix "vp." (dcat.ScopedOptions).
 type Scheduler struct {
 	m        *machine.Profile
 	c        *Controller
@@ -45,13 +47,14 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	opt.Skip = []Kind{CPUQuota, CoreMove}
 	s := &Scheduler{m: m, weight: 2, known: map[int]bool{}, lastSeen: map[int]*sched.Sample{},
 		socket: map[int]int{}, applied: map[int][2]int{}}
-	keys := make([]string, 0, len(env.Config.Options))
-	for k := range env.Config.Options {
+	opts := dcat.ScopedOptions(env.Config.Options, "vp.")
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := env.Config.Options[k]
+		v := opts[k]
 		f, ok := toFloat(v)
 		if !ok {
 			return nil, fmt.Errorf("vp: scheduler.options.%s = %v is not a number", k, v)
