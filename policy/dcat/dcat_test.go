@@ -526,3 +526,30 @@ func TestStaticKeepsBaselines(t *testing.T) {
 		}
 	}
 }
+
+// A tenant's next job (Remove, then Add with the same id) keeps the tenant's tables: a known
+// phase gets its best size at its first period instead of growing from the baseline again.
+func TestReturningTenantKeepsTables(t *testing.T) {
+	r := newRig(t, DefaultOptions(20))
+	job := mlr(8, 2.25, 0.5)
+	r.add("vm", 3, job)
+	for i := 0; i < 12; i++ {
+		r.period()
+	}
+	best := r.ways["vm"]
+	if best <= 4 {
+		t.Fatalf("first job settled at %d ways", best)
+	}
+	if err := r.c.Remove("vm"); err != nil {
+		t.Fatal(err)
+	}
+	delete(r.apps, "vm")
+	r.period()
+	r.add("vm", 3, job)
+	if r.ways["vm"] != 3 {
+		t.Fatalf("admitted at %d ways, want the baseline 3", r.ways["vm"])
+	}
+	if d := r.period(); d.Ways("vm") != best {
+		t.Fatalf("returning tenant got %d ways at its first period, want its best %d", d.Ways("vm"), best)
+	}
+}

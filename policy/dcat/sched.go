@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"colo/machine"
@@ -67,6 +68,8 @@ type Scheduler struct {
 	applied   map[int]uint64
 	// pendingPlace holds jobs placed at a tick and not yet seen running.
 	pendingPlace map[int]time.Duration
+	names        map[int]string // job ID -> controller id (its tenant)
+	jobOf        map[string]int
 	mba          int
 	// Reconfigurations counts the decisions that changed a mask; MovedWays the ways the
 	// repacking moved, over the whole run.
@@ -85,7 +88,8 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	opt.Sparse = m.CAT.SparseMasks
 	opt.HostWays = max(0, env.Config.ReserveWays)
 	s := &Scheduler{name: "dcat", m: m, baseline: 2, baselines: map[string]int{}, socketOf: map[int]int{},
-		lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pendingPlace: map[int]time.Duration{}}
+		lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pendingPlace: map[int]time.Duration{},
+		names: map[int]string{}, jobOf: map[string]int{}}
 	if err := s.parseOptions(ScopedOptions(env.Config.Options, "dcat.", "static-cat."), &opt); err != nil {
 		return nil, err
 	}
@@ -196,37 +200,54 @@ func (s *Scheduler) Name() string { return s.name }
 // Controller returns the controller of a socket (for inspection in tests and reports).
 func (s *Scheduler) Controller(socket int) *Controller { return s.ctl[socket] }
 
+// Tenant is the tenant a job belongs to: its name up to a '#' ("vm#2" is tenant "vm"'s
+// second job). A tenant's jobs share its baseline and its performance tables.
+func Tenant(name string) string {
+	if i := strings.IndexByte(name, '#'); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
 func (s *Scheduler) baselineOf(j sched.Job) int {
-	if b, ok := s.baselines[j.Name]; ok {
+	if b, ok := s.baselines[Tenant(j.Name)]; ok {
 		return b
 	}
 	return s.baseline
+}
+
+// idOf is the controller id of a job: its tenant, unless a job of that tenant already holds
+// it (then the job's own number).
+func (s *Scheduler) idOf(j sched.Job) string {
+	t := Tenant(j.Name)
+	for id, name := range s.names {
+		if name == t && id != j.ID {
+			return "job-" + strconv.Itoa(j.ID)
+		}
+	}
+	return t
 }
 
 // Tick implements sched.Scheduler.
 func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	var d sched.Decisions
 	for _, id := range obs.Finished {
-		if sock, ok := s.socketOf[id]; ok {
-			_ = s.ctl[sock].Remove(strconv.Itoa(id))
-			delete(s.socketOf, id)
-			delete(s.lastSeen, id)
-			delete(s.applied, id)
-		}
+		s.forget(id)
 	}
 	// A job placed earlier that neither runs nor finished (its start failed) is forgotten.
 	running := map[int]bool{}
 	for _, r := range obs.Running {
 		running[r.ID] = true
 	}
-	for id, sock := range s.socketOf {
+	var gone []int
+	for id := range s.socketOf {
 		if !running[id] && s.pendingPlace[id] < obs.Now {
-			_ = s.ctl[sock].Remove(strconv.Itoa(id))
-			delete(s.socketOf, id)
-			delete(s.lastSeen, id)
-			delete(s.applied, id)
-			delete(s.pendingPlace, id)
+			gone = append(gone, id)
 		}
+	}
+	sort.Ints(gone)
+	for _, id := range gone {
+		s.forget(id)
 	}
 	for id := range running {
 		delete(s.pendingPlace, id)
@@ -255,10 +276,13 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		placed := false
 		var why error
 		for _, sock := range order {
-			if err := s.ctl[sock].Add(strconv.Itoa(j.ID), b); err != nil {
+			cid := s.idOf(j)
+			if err := s.ctl[sock].Add(cid, b); err != nil {
 				why = err
 				continue
 			}
+			s.names[j.ID] = cid
+			s.jobOf[cid] = j.ID
 			s.socketOf[j.ID] = sock
 			s.pendingPlace[j.ID] = obs.Now
 			d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: sock})
@@ -281,7 +305,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		}
 		s.lastSeen[r.ID] = r.Last
 		l := r.Last
-		samples[sock] = append(samples[sock], Sample{ID: strconv.Itoa(r.ID), Instructions: l.Instructions,
+		samples[sock] = append(samples[sock], Sample{ID: s.names[r.ID], Instructions: l.Instructions,
 			Cycles: l.Cycles, Loads: l.LLCReferences, LLCRefs: l.LLCReferences, LLCMisses: l.LLCMisses})
 	}
 	for sock, c := range s.ctl {
@@ -303,7 +327,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		}
 		d.DefaultMask[sock] = dec.HostMask
 		for _, a := range dec.Allocs {
-			id, _ := strconv.Atoi(a.ID)
+			id := s.jobOf[a.ID]
 			if s.applied[id] == a.Mask {
 				continue
 			}
@@ -311,10 +335,25 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			d.Allocate = append(d.Allocate, sched.Allocation{Job: id, Socket: sock, Mask: a.Mask, MBA: s.mba, Reason: "dcat-" + a.State.String()})
 		}
 		for _, t := range dec.Transitions {
-			d.Log = append(d.Log, fmt.Sprintf("dcat: job %s %v -> %v", t.ID, t.From, t.To))
+			d.Log = append(d.Log, fmt.Sprintf("dcat: job %d (%s) %v -> %v", s.jobOf[t.ID], t.ID, t.From, t.To))
 		}
 	}
 	return d
+}
+
+func (s *Scheduler) forget(id int) {
+	sock, ok := s.socketOf[id]
+	if !ok {
+		return
+	}
+	cid := s.names[id]
+	_ = s.ctl[sock].Remove(cid)
+	delete(s.jobOf, cid)
+	delete(s.names, id)
+	delete(s.socketOf, id)
+	delete(s.lastSeen, id)
+	delete(s.applied, id)
+	delete(s.pendingPlace, id)
 }
 
 // takeCPUs removes the cores job j will use from free[s].
