@@ -384,24 +384,28 @@ var ControllerPrefixes = []string{"dcat.", "static-cat.", "vp.", "lfoc+."}
 // its own prefixes (stripped); keys with another controller's prefix are dropped.
 func ScopedOptions(o map[string]any, own ...string) map[string]any {
 	out := map[string]any{}
+	// Plain keys first, so that a prefixed key for this scheduler overrides a plain one.
 	for k, v := range o {
-		other := false
-		for _, p := range ControllerPrefixes {
-			if len(k) > len(p) && k[:len(p)] == p {
-				other = true
-				for _, q := range own {
-					if p == q {
-						out[k[len(p):]] = v
-						other = false
-					}
-				}
-			}
+		if prefixOf(k) == "" {
+			out[k] = v
 		}
-		if !other {
-			if _, set := out[k]; !set {
-				out[k] = v
+	}
+	for k, v := range o {
+		p := prefixOf(k)
+		for _, q := range own {
+			if p != "" && p == q {
+				out[k[len(p):]] = v
 			}
 		}
 	}
 	return out
+}
+
+func prefixOf(k string) string {
+	for _, p := range ControllerPrefixes {
+		if len(k) > len(p) && k[:len(p)] == p {
+			return p
+		}
+	}
+	return ""
 }
