@@ -545,7 +545,6 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 				cx, cn = s.tab.smax[i], s.tab.smin[i]
 			}
 			if s.prune(kd.u, kd.st) {
-				local++
 				continue
 			}
 			s.dfs([]choice{{uint32(kd.c), int8(kd.k)}}, full^kd.c, W-kd.k, s.tab.inv[i], cx, cn, &local)
