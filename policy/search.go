@@ -28,19 +28,30 @@ func OptcUnf(in Input, opt Options) (*Solution, error) { return Search(in, MinUn
 // i) and every way count k = 1..W, the cache-only aggregates of c sharing k ways
 // (Whirlpool split, MODEL.md §3): Σ 1/S_i, max S_i and min S_i. There are only 2^n − 1
 // distinct clusters, so each is computed once — PBBCache recomputes a cluster every time
-// it appears in one of the Bell(n) clusterings.
+// it appears in one of the Bell(n) clusterings. The three rows of a cluster are stored
+// together (stride 3W, or W when only Σ 1/S is needed) for locality.
 type clusterTable struct {
-	n, W            int
-	inv, smax, smin []float64 // index c*W + k−1
+	n, W, stride int
+	data         []float64
+}
+
+// at returns the aggregates of cluster c at k ways (mx, mn are ±Inf without min/max rows).
+func (t *clusterTable) at(c, k int) (inv, mx, mn float64) {
+	b := c*t.stride + k - 1
+	if t.stride == t.W {
+		return t.data[b], math.Inf(-1), math.Inf(1)
+	}
+	return t.data[b], t.data[b+t.W], t.data[b+2*t.W]
 }
 
 func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, tick func(int64)) *clusterTable {
 	n := len(apps)
 	N := 1 << uint(n)
-	t := &clusterTable{n: n, W: W, inv: make([]float64, N*W)}
+	t := &clusterTable{n: n, W: W, stride: W}
 	if needMinMax {
-		t.smax, t.smin = make([]float64, N*W), make([]float64, N*W)
+		t.stride = 3 * W
 	}
+	t.data = make([]float64, N*t.stride)
 	mpkc := columns(apps, profile.LLCMPKC)
 	sd := columns(apps, profile.Slowdown)
 	parallelRange(1, N, jobs, 4096, func(lo, hi int) {
@@ -54,7 +65,7 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, 
 				idx = append(idx, i)
 				curves = append(curves, mpkc[i])
 			}
-			base := c * W
+			base := c * t.stride
 			perfmodel.SharesSteps(dst[:len(idx)], curves, W, func(k int, s []float64) {
 				inv, mx, mn := 0.0, math.Inf(-1), math.Inf(1)
 				for j, f := range s {
@@ -62,9 +73,9 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, 
 					inv += 1 / x
 					mx, mn = math.Max(mx, x), math.Min(mn, x)
 				}
-				t.inv[base+k-1] = inv
+				t.data[base+k-1] = inv
 				if needMinMax {
-					t.smax[base+k-1], t.smin[base+k-1] = mx, mn
+					t.data[base+W+k-1], t.data[base+2*W+k-1] = mx, mn
 				}
 			})
 		}
@@ -80,79 +91,132 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, 
 //
 //	stp[R][r]   = max Σ_{i∈R} 1/S_i    (the best cache-only STP of R on r ways)
 //	lbMax[R][r] = min max_{i∈R} S_i    (no solution of R on r ways has a lower maximum)
-//	ubMin[R][r] = max min_{i∈R} S_i    (no solution of R on r ways has a higher minimum)
 //
 // computed by dynamic programming over subsets: the cluster holding R's lowest
 // application is some c ⊆ R with k ways, and the rest R∖c is solved on r − k ways,
 //
-//	stp[R][r] = max_{c∋low(R), k} inv[c][k] + stp[R∖c][r−k]   (and max/min likewise),
+//	stp[R][r] = max_{c∋low(R), k} inv[c][k] + stp[R∖c][r−k]   (and lbMax likewise with max/min),
 //
-// which is exact because Σ, max and min decompose over disjoint clusters and the cache-only
+// which is exact because Σ and max decompose over disjoint clusters and the cache-only
 // slowdown of an application depends only on its own cluster. Nothing here assumes the
 // curves are monotone in ways (42 of the 55 slowdown curves of the data set are not):
 // every (c, k) is enumerated. Cost: Σ_R 2^{|R|−1} = (3^n − 1)/2 cluster choices, each
-// combined with W(W−1)/2 way pairs.
+// combined with W(W−1)/2 way pairs. Rows of one R are stored together (stride 2(W+1)).
+//
+// The minimum slowdown is bounded more cheaply, without a DP over ways:
+//
+//	ubMin[R] = min_{i∈R} max_{0<f≤W} S_i(f)
+//
+// valid because every application's slowdown at any share f is at most the maximum of its
+// (piecewise-linear, MODEL.md §3.2) curve, so the smallest slowdown in R is at most the
+// smallest of those maxima. It is nearly exact in practice: the least slowed-down
+// application is usually a light-sharing one whose whole curve is close to 1.
 type boundTables struct {
-	W                 int
-	stp, lbMax, ubMin []float64 // index R*(W+1) + r
+	W, stride int
+	data      []float64
+	ubMin     []float64 // per R; nil for MaxSTP
 }
 
-func buildBounds(t *clusterTable, needMinMax bool, jobs int, tick func(int64)) *boundTables {
+// at returns the bounds of R on r ways (lbMax, ubMin are ±Inf when not computed).
+func (b *boundTables) at(R, r int) (stp, lbMax, ubMin float64) {
+	i := R*b.stride + r
+	if b.ubMin == nil {
+		return b.data[i], math.Inf(-1), math.Inf(1)
+	}
+	return b.data[i], b.data[i+b.W+1], b.ubMin[R]
+}
+
+func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, jobs int, tick func(int64)) *boundTables {
 	n, W := t.n, t.W
 	N := 1 << uint(n)
 	W1 := W + 1
-	b := &boundTables{W: W, stp: make([]float64, N*W1)}
+	b := &boundTables{W: W, stride: W1}
 	if needMinMax {
-		b.lbMax, b.ubMin = make([]float64, N*W1), make([]float64, N*W1)
+		b.stride = 2 * W1
+		maxS := make([]float64, n)
+		for i, a := range apps {
+			sd := a.Col(profile.Slowdown)
+			m := profile.Interp(sd, 0)
+			for _, x := range sd {
+				m = math.Max(m, x)
+			}
+			maxS[i] = m
+		}
+		b.ubMin = make([]float64, N)
+		b.ubMin[0] = math.Inf(1)
+		for R := 1; R < N; R++ {
+			low := bits.TrailingZeros(uint(R))
+			b.ubMin[R] = math.Min(b.ubMin[R&(R-1)], maxS[low])
+		}
 	}
+	b.data = make([]float64, N*b.stride)
 	byPop := make([][]int, n+1)
 	for R := 1; R < N; R++ {
 		p := bits.OnesCount(uint(R))
 		byPop[p] = append(byPop[p], R)
 	}
+	TS, BS := t.stride, b.stride
 	for p := 1; p <= n; p++ {
 		layer := byPop[p]
 		parallelRange(0, len(layer), jobs, max(1, 1<<16>>uint(min(p, 16))), func(lo, hi int) {
-			stp := make([]float64, W1)
-			lbm := make([]float64, W1)
-			ubm := make([]float64, W1)
+			acc := make([]float64, BS)
+			stp := acc[0:W1]
+			var lbm []float64
+			if needMinMax {
+				lbm = acc[W1 : 2*W1]
+			}
 			for _, R := range layer[lo:hi] {
-				for r := range stp {
-					stp[r], lbm[r], ubm[r] = math.Inf(-1), math.Inf(1), math.Inf(-1)
+				for r := 0; r < W1; r++ {
+					stp[r] = math.Inf(-1)
+					if needMinMax {
+						lbm[r] = math.Inf(1)
+					}
 				}
 				low := R & -R
 				rem := R ^ low
 				for sub := rem; ; sub = (sub - 1) & rem {
 					c := sub | low
 					rest := R ^ c
-					tc := c * W
+					cb := t.data[c*TS : c*TS+TS]
+					inv := cb[:W]
 					if rest == 0 {
 						for k := 1; k <= W; k++ {
-							stp[k] = math.Max(stp[k], t.inv[tc+k-1])
+							stp[k] = math.Max(stp[k], inv[k-1])
 							if needMinMax {
-								lbm[k] = math.Min(lbm[k], t.smax[tc+k-1])
-								ubm[k] = math.Max(ubm[k], t.smin[tc+k-1])
+								lbm[k] = math.Min(lbm[k], cb[W+k-1])
 							}
 						}
 					} else {
-						dr := rest * W1
+						rb := b.data[rest*BS : rest*BS+BS]
+						rstp := rb[:W1]
 						for k := 1; k < W; k++ {
-							v := t.inv[tc+k-1]
-							rs := b.stp[dr : dr+W1-k]
-							for r := k + 1; r <= W; r++ {
-								if x := v + rs[r-k]; x > stp[r] {
-									stp[r] = x
+							m := W - k
+							vk := inv[k-1]
+							dst := stp[k+1 : k+1+m]
+							src := rstp[1 : 1+m]
+							src = src[:len(dst)]
+							for j := range dst {
+								if x := vk + src[j]; x > dst[j] {
+									dst[j] = x
 								}
 							}
-							if needMinMax {
-								mx, mn := t.smax[tc+k-1], t.smin[tc+k-1]
-								lm, um := b.lbMax[dr:dr+W1-k], b.ubMin[dr:dr+W1-k]
-								for r := k + 1; r <= W; r++ {
-									if x := math.Max(mx, lm[r-k]); x < lbm[r] {
-										lbm[r] = x
+						}
+						if needMinMax {
+							smx := cb[W : 2*W]
+							rlm := rb[W1 : 2*W1]
+							for k := 1; k < W; k++ {
+								m := W - k
+								mk := smx[k-1]
+								d1 := lbm[k+1 : k+1+m]
+								s1 := rlm[1 : 1+m]
+								s1 = s1[:len(d1)]
+								for j := range d1 {
+									x := s1[j]
+									if mk > x {
+										x = mk
 									}
-									if x := math.Min(mn, um[r-k]); x > ubm[r] {
-										ubm[r] = x
+									if x < d1[j] {
+										d1[j] = x
 									}
 								}
 							}
@@ -162,11 +226,7 @@ func buildBounds(t *clusterTable, needMinMax bool, jobs int, tick func(int64)) *
 						break
 					}
 				}
-				copy(b.stp[R*W1:], stp)
-				if needMinMax {
-					copy(b.lbMax[R*W1:], lbm)
-					copy(b.ubMin[R*W1:], ubm)
-				}
+				copy(b.data[R*BS:R*BS+BS], acc)
 			}
 			if tick != nil {
 				tick(int64(hi-lo) << uint(p-1))
@@ -276,16 +336,13 @@ const eps = 1e-9
 // (the physical Morad root has u_i < x_i; see maxFactor), so the final STP is at most the
 // cache-only STP, which is at most inv + stp[R][r]; the final maximum slowdown is at least
 // the cache-only maximum, at least max(mx, lbMax[R][r]); the final minimum is at most the
-// cache-only minimum times fmax, at most min(mn, ubMin[R][r])·fmax.
+// cache-only minimum times fmax, at most min(mn, ubMin[R])·fmax.
 func (s *searchState) bound(R, r int, inv, mx, mn float64) (u, stp float64) {
 	stp = inv
 	if R != 0 {
-		i := R*(s.W+1) + r
-		stp += s.bnd.stp[i]
-		if s.obj == MinUnf {
-			mx = math.Max(mx, s.bnd.lbMax[i])
-			mn = math.Min(mn, s.bnd.ubMin[i])
-		}
+		bs, lm, um := s.bnd.at(R, r)
+		stp += bs
+		mx, mn = math.Max(mx, lm), math.Min(mn, um)
 	}
 	if s.obj == MinUnf {
 		u = mx / (mn * s.fmax)
@@ -370,7 +427,6 @@ func (s *searchState) dfs(path []choice, R, r int, inv, mx, mn float64, nodes *i
 		}
 		return
 	}
-	W := s.W
 	low := R & -R
 	rem := R ^ low
 	for sub := rem; ; sub = (sub - 1) & rem {
@@ -381,11 +437,8 @@ func (s *searchState) dfs(path []choice, R, r int, inv, mx, mn float64, nodes *i
 			kmin, kmax = r, r
 		}
 		for k := kmin; k <= kmax; k++ {
-			i := c*W + k - 1
-			ci, cx, cn := inv+s.tab.inv[i], mx, mn
-			if s.obj == MinUnf {
-				cx, cn = math.Max(mx, s.tab.smax[i]), math.Min(mn, s.tab.smin[i])
-			}
+			ti, tx, tn := s.tab.at(c, k)
+			ci, cx, cn := inv+ti, math.Max(mx, tx), math.Min(mn, tn)
 			if u, st := s.bound(rest, r-k, ci, cx, cn); s.prune(u, st) {
 				continue
 			}
@@ -417,12 +470,8 @@ func (s *searchState) dive() {
 				kmin, kmax = r, r
 			}
 			for k := kmin; k <= kmax; k++ {
-				i := c*s.W + k - 1
-				cx, cn := mx, mn
-				if s.obj == MinUnf {
-					cx, cn = math.Max(mx, s.tab.smax[i]), math.Min(mn, s.tab.smin[i])
-				}
-				u, st := s.bound(rest, r-k, inv+s.tab.inv[i], cx, cn)
+				ti, tx, tn := s.tab.at(c, k)
+				u, st := s.bound(rest, r-k, inv+ti, math.Max(mx, tx), math.Min(mn, tn))
 				if !found || s.obj.Better(u, st, bu, bst) {
 					found, bc, bk, bu, bst = true, c, k, u, st
 				}
@@ -431,11 +480,8 @@ func (s *searchState) dive() {
 				break
 			}
 		}
-		i := bc*s.W + bk - 1
-		inv += s.tab.inv[i]
-		if s.obj == MinUnf {
-			mx, mn = math.Max(mx, s.tab.smax[i]), math.Min(mn, s.tab.smin[i])
-		}
+		ti, tx, tn := s.tab.at(bc, bk)
+		inv, mx, mn = inv+ti, math.Max(mx, tx), math.Min(mn, tn)
 		path = append(path, choice{uint32(bc), int8(bk)})
 		R ^= bc
 		r -= bk
@@ -452,9 +498,9 @@ func (s *searchState) dive() {
 //  1. cluster tables: the cache-only aggregates of each of the 2^n − 1 clusters at each way
 //     count are computed once (buildClusterTable);
 //  2. bounds: dynamic programming over subsets gives, for every set R of not yet placed
-//     applications and ways r, the exact best cache-only STP and the exact extremes of the
-//     maximum and minimum slowdown (buildBounds). These are valid bounds of the final
-//     objective for any completion (searchState.bound explains why), without assuming
+//     applications and ways r, the exact best cache-only STP and the exact lowest possible
+//     maximum slowdown, plus a cheap bound on the minimum (buildBounds). These are valid
+//     bounds of the final objective for any completion (searchState.bound explains why), without assuming
 //     that slowdown curves are monotone in ways — in this data they mostly are not, which is
 //     why PBBCache's bound (every unassigned cluster at its largest possible size) is not
 //     valid here;
@@ -490,7 +536,7 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 	s := &searchState{in: in, obj: o, W: W, fmax: maxFactor(in.Apps, in.Model)}
 	s.fast = s.fmax == 1
 	s.tab = buildClusterTable(in.Apps, W, needMM, jobs, tick)
-	s.bnd = buildBounds(s.tab, needMM, jobs, tick)
+	s.bnd = buildBounds(s.tab, in.Apps, needMM, jobs, tick)
 	s.dive()
 	if s.err != nil {
 		return nil, s.err
@@ -511,19 +557,15 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 			kmin, kmax = W, W
 		}
 		for k := kmin; k <= kmax; k++ {
-			i := c*W + k - 1
-			cx, cn := math.Inf(-1), math.Inf(1)
-			if needMM {
-				cx, cn = s.tab.smax[i], s.tab.smin[i]
-			}
-			u, st := s.bound(rest, W-k, s.tab.inv[i], cx, cn)
+			ti, tx, tn := s.tab.at(c, k)
+			u, st := s.bound(rest, W-k, ti, tx, tn)
 			kids = append(kids, child{c, k, u, st})
 		}
 		if sub == 0 {
 			break
 		}
 	}
-	sort.SliceStable(kids, func(a, b int) bool {
+	sort.Slice(kids, func(a, b int) bool { // a total order: deterministic
 		if o.Better(kids[a].u, kids[a].st, kids[b].u, kids[b].st) {
 			return true
 		}
@@ -539,15 +581,11 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 	parallelRange(0, len(kids), jobs, 1, func(lo, hi int) {
 		var local int64
 		for _, kd := range kids[lo:hi] {
-			i := kd.c*W + kd.k - 1
-			cx, cn := math.Inf(-1), math.Inf(1)
-			if needMM {
-				cx, cn = s.tab.smax[i], s.tab.smin[i]
-			}
 			if s.prune(kd.u, kd.st) {
 				continue
 			}
-			s.dfs([]choice{{uint32(kd.c), int8(kd.k)}}, full^kd.c, W-kd.k, s.tab.inv[i], cx, cn, &local)
+			ti, tx, tn := s.tab.at(kd.c, kd.k)
+			s.dfs([]choice{{uint32(kd.c), int8(kd.k)}}, full^kd.c, W-kd.k, ti, tx, tn, &local)
 		}
 		nodes.Add(local)
 		if opt.Progress != nil {
