@@ -168,18 +168,6 @@ func LFOCClusters(plus bool, classes []Class, curves []AppCurves, ways int, p LF
 	return out, nil
 }
 
-// pairCurves is the Whirlpool model of two applications sharing k = 1..W ways
-// (seed001.md §1.5 get_scurves): si[k−1], sj[k−1] are their slowdowns at their shares.
-func pairCurves(a, b AppCurves) (si, sj []float64) {
-	W := len(a.Slowdown)
-	si, sj = make([]float64, W), make([]float64, W)
-	perfmodel.SharesSteps(make([]float64, 2), [][]float64{a.LLCMPKC, b.LLCMPKC}, W, func(k int, s []float64) {
-		si[k-1] = profile.Interp(a.Slowdown, s[0])
-		sj[k-1] = profile.Interp(b.Slowdown, s[1])
-	})
-	return si, sj
-}
-
 // InitialPartitioning is Algorithm 3 (the first step of pair clustering, seed001.md §1.5,
 // errata E2 and E9): UCP-Slowdown lookahead, then up to n "T1" transfers, each moving one
 // way to the application i with the highest slowdown from the application j whose loss
@@ -237,7 +225,9 @@ func InitialPartitioning(s [][]float64, total int, threshold float64) []int {
 // T2 is taken when its cost is negative; otherwise the cheapest T3 when negative (the
 // code checks T3 only when T2 was not taken). The answer is the recorded solution with the
 // lowest unfairness, ties to the highest STP (cache-only slowdowns, no bandwidth model, as
-// in the code). Beyond the code: once i gains a way its own 1-way pairs are dropped too,
+// in the code). Pair curves are the Whirlpool model of two applications sharing k ways
+// (seed001.md §1.5 get_scurves: perfmodel.SharesSteps on LLCMPKC, slowdown interpolated at
+// each share), computed once per pair on first use, as the kernel memoises them. Beyond the code: once i gains a way its own 1-way pairs are dropped too,
 // since it no longer holds one way.
 func PairClustering(apps []int, curves []AppCurves, total int, threshold float64) []Cluster {
 	n := len(apps)
@@ -247,23 +237,26 @@ func PairClustering(apps []int, curves []AppCurves, total int, threshold float64
 	}
 	at := func(i, w int) float64 { return s[i][w-1] }
 	w := InitialPartitioning(s, total, threshold)
-	type pc struct{ si, sj []float64 }
-	pcs := map[[2]int]pc{}
-	pair := func(i, j int) (float64s func(int) (float64, float64)) {
-		k := [2]int{min(i, j), max(i, j)}
-		p, ok := pcs[k]
-		if !ok {
-			p.si, p.sj = pairCurves(curves[apps[k[0]]], curves[apps[k[1]]])
-			pcs[k] = p
+	// Pair curves, computed on first use: pc[(i*n+j)*W + k−1] is i's slowdown when i and j
+	// (i < j) share k ways, pc[(j*n+i)*W + k−1] is j's.
+	W := len(s[0])
+	pc := make([]float64, n*n*W)
+	have := make([]bool, n*n)
+	shares := make([]float64, 2)
+	pair := func(i, j, ways int) (float64, float64) {
+		a, b := min(i, j), max(i, j)
+		if !have[a*n+b] {
+			have[a*n+b] = true
+			ca, cb := curves[apps[a]], curves[apps[b]]
+			oa, ob := (a*n+b)*W, (b*n+a)*W
+			perfmodel.SharesSteps(shares, [][]float64{ca.LLCMPKC, cb.LLCMPKC}, W, func(k int, f []float64) {
+				pc[oa+k-1] = profile.Interp(ca.Slowdown, f[0])
+				pc[ob+k-1] = profile.Interp(cb.Slowdown, f[1])
+			})
 		}
-		return func(ways int) (float64, float64) {
-			if i < j {
-				return p.si[ways-1], p.sj[ways-1]
-			}
-			return p.sj[ways-1], p.si[ways-1]
-		}
+		return pc[(i*n+j)*W+ways-1], pc[(j*n+i)*W+ways-1]
 	}
-	// groups: partner[i] = j for merged pairs (−1 alone); gw = ways of i's cluster.
+	// partner[i] = j for merged pairs (−1 alone); w[i] = ways of i's cluster.
 	partner := make([]int, n)
 	for i := range partner {
 		partner[i] = -1
@@ -275,20 +268,20 @@ func PairClustering(apps []int, curves []AppCurves, total int, threshold float64
 	var sols []snap
 	record := func() { sols = append(sols, snap{append([]int(nil), partner...), append([]int(nil), w...)}) }
 	record()
-	cost1w := map[[2]int]float64{}
+	// cost1w[i*n+j] (i < j, valid when ok1w) is the extra slowdown of i and j sharing one way.
+	cost1w := make([]float64, n*n)
+	ok1w := make([]bool, n*n)
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
 			if w[i] == 1 && w[j] == 1 {
-				si, sj := pair(i, j)(1)
-				cost1w[[2]int{i, j}] = (si + sj) - (at(i, 1) + at(j, 1))
+				si, sj := pair(i, j, 1)
+				cost1w[i*n+j], ok1w[i*n+j] = (si+sj)-(at(i, 1)+at(j, 1)), true
 			}
 		}
 	}
 	drop := func(x int) {
-		for k := range cost1w {
-			if k[0] == x || k[1] == x {
-				delete(cost1w, k)
-			}
+		for y := 0; y < n; y++ {
+			ok1w[min(x, y)*n+max(x, y)] = false
 		}
 	}
 	merged := make([]bool, n)
@@ -300,33 +293,27 @@ func PairClustering(apps []int, curves []AppCurves, total int, threshold float64
 		if merged[i] {
 			continue
 		}
-		costT2, bp := math.Inf(1), [2]int{-1, -1}
+		costT2, ba, bb := math.Inf(1), -1, -1
 		if w[i]+1 <= len(s[i]) {
-			keys := make([][2]int, 0, len(cost1w))
-			for k := range cost1w {
-				keys = append(keys, k)
-			}
-			sort.Slice(keys, func(a, b int) bool {
-				return keys[a][0] < keys[b][0] || keys[a][0] == keys[b][0] && keys[a][1] < keys[b][1]
-			})
 			best := math.Inf(1)
-			for _, k := range keys {
-				if k[0] != i && k[1] != i && cost1w[k] < best {
-					best, bp = cost1w[k], k
+			for a := 0; a < n; a++ {
+				for b := a + 1; b < n; b++ {
+					if ok1w[a*n+b] && a != i && b != i && cost1w[a*n+b] < best {
+						best, ba, bb = cost1w[a*n+b], a, b
+					}
 				}
 			}
-			if bp[0] >= 0 {
+			if ba >= 0 {
 				costT2 = (at(i, w[i]+1) - at(i, w[i])) + best
 			}
 		}
 		if costT2 < 0 {
-			a, b := bp[0], bp[1]
-			merged[a], merged[b] = true, true
-			partner[a], partner[b] = b, a
-			w[a], w[b] = 1, 1 // the pair shares one way; the other way goes to i
+			merged[ba], merged[bb] = true, true
+			partner[ba], partner[bb] = bb, ba
+			w[ba], w[bb] = 1, 1 // the pair shares one way; the other way goes to i
 			w[i]++
-			drop(a)
-			drop(b)
+			drop(ba)
+			drop(bb)
 			drop(i)
 			record()
 			continue
@@ -336,7 +323,7 @@ func PairClustering(apps []int, curves []AppCurves, total int, threshold float64
 			if j == i || merged[j] {
 				continue
 			}
-			si, sj := pair(i, j)(w[i] + w[j])
+			si, sj := pair(i, j, w[i]+w[j])
 			if c := si + sj - at(i, w[i]) - at(j, w[j]); c < bestT3 {
 				bestT3, bj = c, j
 			}
@@ -357,7 +344,7 @@ func PairClustering(apps []int, curves []AppCurves, total int, threshold float64
 		sd := make([]float64, n)
 		for i := 0; i < n; i++ {
 			if j := sn.partner[i]; j >= 0 {
-				sd[i], _ = pair(i, j)(sn.w[i])
+				sd[i], _ = pair(i, j, sn.w[i])
 			} else {
 				sd[i] = at(i, sn.w[i])
 			}
