@@ -534,3 +534,19 @@ func TestResolveRoot(t *testing.T) {
 		t.Fatal(r)
 	}
 }
+
+func TestParseSpec(t *testing.T) {
+	s, err := resctrl.ParseSpec("L3:0=f;1=f0;MB:0=50")
+	if err != nil || s.String() != "L3:0=f;1=f0\nMB:0=50\n" {
+		t.Fatalf("%q %v", s.String(), err)
+	}
+	s, err = resctrl.ParseSpec("L3:0=f\nMB:1=20\n")
+	if err != nil || s.String() != "L3:0=f\nMB:1=20\n" {
+		t.Fatalf("%q %v", s.String(), err)
+	}
+	for _, bad := range []string{"", ";", "0=f", "L3:0=f;x"} {
+		if _, err := resctrl.ParseSpec(bad); err == nil {
+			t.Fatalf("%q accepted", bad)
+		}
+	}
+}

@@ -213,3 +213,25 @@ func (s Schemata) Restrict(cur Schemata) (Schemata, error) {
 	}
 	return out, nil
 }
+
+// ParseSpec parses a schemata given on a command line: either schemata text (one
+// resource per line) or the compact one-line form where ';' also separates resources,
+// e.g. "L3:0=f;1=f0;MB:0=50" (an entry with ':' starts a new resource).
+func ParseSpec(s string) (Schemata, error) {
+	var lines []string
+	for _, raw := range strings.Split(strings.ReplaceAll(s, "\n", ";"), ";") {
+		e := strings.TrimSpace(raw)
+		if e == "" {
+			continue
+		}
+		if strings.Contains(e, ":") || len(lines) == 0 {
+			lines = append(lines, e)
+			continue
+		}
+		lines[len(lines)-1] += ";" + e
+	}
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("empty schemata: give RES:id=value, e.g. 'L3:0=f;MB:0=50'")
+	}
+	return ParseSchemata(strings.Join(lines, "\n"))
+}
