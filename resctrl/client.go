@@ -346,6 +346,23 @@ func (c *Client) RemoveGroup(path string) error {
 	return nil
 }
 
+// MoveMonGroup moves an owned MON group under another CTRL_MON group (its tasks take
+// that group's CLOSID and keep their RMID, so monitoring continues without a gap).
+func (c *Client) MoveMonGroup(from, to string) error {
+	for _, p := range []string{from, to} {
+		if err := c.mustOwn(p); err != nil {
+			return err
+		}
+		if _, mon, _ := SplitGroup(p); mon == "" {
+			return fmt.Errorf("resctrl: %s is not a MON group path (CTRL/mon_groups/NAME)", p)
+		}
+	}
+	if err := c.fs.Rename(from, to); err != nil {
+		return &WriteError{Op: "rename", Path: from + " -> " + to, Err: err, Status: c.lastCmdStatus()}
+	}
+	return nil
+}
+
 // Schemata reads a CTRL_MON group's schemata.
 func (c *Client) Schemata(path string) (Schemata, error) {
 	if _, mon, err := SplitGroup(path); err != nil {

@@ -44,6 +44,33 @@ var clientTests = []struct {
 	{"apply-commits", testApplyCommit},
 	{"reconcile", testReconcile},
 	{"place-masks", testPlace},
+	{"move-mon-group", testMoveMon},
+}
+
+func testMoveMon(t *testing.T, mk mkWorld) {
+	w := mk(t, "intel")
+	c := w.c
+	for _, g := range []string{"colo.a", "colo.b", "colo.a/mon_groups/colo.m"} {
+		if err := c.CreateGroup(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.AddTasks("colo.a", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddTasks("colo.a/mon_groups/colo.m", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MoveMonGroup("colo.a/mon_groups/colo.m", "colo.b/mon_groups/colo.m"); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := c.TaskGroup(5); g != "colo.b/mon_groups/colo.m" {
+		t.Fatalf("task 5 in %q after the move", g)
+	}
+	err := c.MoveMonGroup("colo.b/mon_groups/colo.m", "colo.a")
+	if err == nil {
+		t.Fatal("moving a MON group onto a CTRL_MON path accepted")
+	}
 }
 
 func TestClientInProcess(t *testing.T) {

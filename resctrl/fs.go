@@ -22,6 +22,8 @@ type FS interface {
 	WriteFile(name string, data []byte) error
 	Mkdir(name string) error
 	Rmdir(name string) error
+	// Rename moves a MON group directory to another mon_groups directory.
+	Rename(oldName, newName string) error
 	// ReadDir lists names sorted; directories carry a trailing "/".
 	ReadDir(name string) ([]string, error)
 	// Lock takes flock(LOCK_EX) on the mount root, as the kernel documentation asks of
@@ -61,6 +63,11 @@ func (o OSFS) Rmdir(name string) error {
 		return &fs.PathError{Op: "rmdir", Path: p, Err: err}
 	}
 	return nil
+}
+
+// Rename renames with rename(2).
+func (o OSFS) Rename(oldName, newName string) error {
+	return os.Rename(o.path(oldName), o.path(newName))
 }
 
 // ReadDir lists a directory.

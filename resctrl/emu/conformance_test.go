@@ -21,6 +21,7 @@ type fileOps interface {
 	Mkdir(name string) error
 	Rmdir(name string) error
 	ReadDir(name string) ([]string, error)
+	Rename(oldName, newName string) error
 }
 
 // osOps performs plain os calls under a mounted directory.
@@ -751,6 +752,36 @@ var confCases = []confCase{
 			h.t.Fatalf("new MON group has %q", got)
 		}
 	}},
+	{name: "mon-group-move", rule: "a MON group moves to another CTRL_MON group with rename; its tasks take the new CLOSID", only: func(p *Profile) bool { return p.Mon != nil }, run: func(h *env) {
+		h.mkdir("a")
+		h.mkdir("b")
+		h.mkdir("a/mon_groups/m")
+		h.ok("a/tasks", "100,101\n")
+		h.ok("a/mon_groups/m/tasks", "101\n")
+		if err := h.fs.Rename("a/mon_groups/m", "b/mon_groups/m2"); err != nil {
+			h.t.Fatalf("rename: %v (%s)", err, h.status())
+		}
+		if h.tasks("a/tasks") != "100" || h.tasks("b/tasks") != "101" || h.tasks("b/mon_groups/m2/tasks") != "101" {
+			h.t.Fatalf("after move a=%q b=%q m2=%q", h.tasks("a/tasks"), h.tasks("b/tasks"), h.tasks("b/mon_groups/m2/tasks"))
+		}
+	}},
+	{name: "mon-group-move-refused", rule: "\"Source must be a MON group\", \"Destination must be a mon_groups subdirectory\", \"Cannot move a MON group that monitors CPUs\" (EPERM)", only: func(p *Profile) bool { return p.Mon != nil }, run: func(h *env) {
+		h.mkdir("a")
+		h.mkdir("b")
+		h.mkdir("a/mon_groups/m")
+		rename := func(from, to, want string) {
+			h.t.Helper()
+			if err := h.fs.Rename(from, to); !errors.Is(err, syscall.EPERM) {
+				h.t.Fatalf("rename %s %s: %v, want EPERM", from, to, err)
+			}
+			h.wantStatus(want)
+		}
+		rename("a", "b/mon_groups/a", "=Source must be a MON group")
+		rename("a/mon_groups/m", "b/m", "=Destination must be a mon_groups subdirectory")
+		h.ok("a/cpus_list", "1\n")
+		h.ok("a/mon_groups/m/cpus_list", "1\n")
+		rename("a/mon_groups/m", "b/mon_groups/m", "=Cannot move a MON group that monitors CPUs")
+	}},
 	{name: "cpus-move", rule: "CPUs written to a group leave their previous group; cpus reads a hex mask, cpus_list a list", run: func(h *env) {
 		h.mkdir("a")
 		h.ok("a/cpus", "f\n")
@@ -1153,3 +1184,5 @@ func TestOccupancyDecays(t *testing.T) {
 		t.Fatalf("mon m=%q ctrl b=%q", mb, bb)
 	}
 }
+
+func (o osOps) Rename(a, b string) error { return os.Rename(o.p(a), o.p(b)) }

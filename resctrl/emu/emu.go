@@ -535,6 +535,59 @@ func (e *Emulator) Rmdir(path string) error {
 	return nil
 }
 
+// Rename moves a MON group to another CTRL_MON group's mon_groups (and/or renames
+// it), as rdtgroup_rename does: its tasks take the new parent's CLOSID and keep their
+// RMID. Only MON groups move, only into a mon_groups directory, and not while they
+// monitor CPUs of their old parent.
+func (e *Emulator) Rename(oldPath, newPath string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	oc, nc := splitPath(oldPath), splitPath(newPath)
+	n, err := e.resolve(oc)
+	if err != nil {
+		return err
+	}
+	if len(nc) == 0 {
+		return syscall.EBUSY
+	}
+	np, err := e.resolve(nc[:len(nc)-1])
+	if err != nil {
+		return err
+	}
+	e.cmd()
+	if !n.dir || !np.dir {
+		e.status("Source and destination must be directories")
+		return syscall.EPERM
+	}
+	if n.g == nil || n.g.ctrl || n.sub != "" {
+		e.status("Source must be a MON group")
+		return syscall.EPERM
+	}
+	name := nc[len(nc)-1]
+	if np.sub != "mon_groups" || np.g == nil || name == "mon_groups" {
+		e.status("Destination must be a mon_groups subdirectory")
+		return syscall.EPERM
+	}
+	g, parent := n.g, np.g
+	if _, exists := parent.mons[name]; exists && !(parent == g.parent && name == g.name) {
+		return syscall.EEXIST
+	}
+	if !g.cpus.empty() && g.parent != parent {
+		e.status("Cannot move a MON group that monitors CPUs")
+		return syscall.EPERM
+	}
+	delete(g.parent.mons, g.name)
+	for _, t := range e.tasks {
+		if t.rmid == g.rmid && t.closid == g.closid {
+			t.closid = parent.closid
+		}
+	}
+	g.parent, g.closid, g.name = parent, parent.closid, name
+	parent.mons[name] = g
+	e.gen++
+	return nil
+}
+
 // ---- name resolution -----------------------------------------------------------------
 
 type node struct {

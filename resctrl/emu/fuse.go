@@ -108,6 +108,7 @@ var (
 	_ fs.NodeWriter    = (*fnode)(nil)
 	_ fs.NodeMkdirer   = (*fnode)(nil)
 	_ fs.NodeRmdirer   = (*fnode)(nil)
+	_ fs.NodeRenamer   = (*fnode)(nil)
 )
 
 func errnoOf(err error) syscall.Errno {
@@ -243,4 +244,13 @@ func (n *fnode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.E
 
 func (n *fnode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	return errnoOf(n.e.Rmdir(n.child(name)))
+}
+
+// Rename moves a MON group between mon_groups directories.
+func (n *fnode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	np, ok := newParent.(*fnode)
+	if !ok || flags != 0 {
+		return syscall.EINVAL
+	}
+	return errnoOf(n.e.Rename(n.child(name), np.child(newName)))
 }

@@ -181,6 +181,11 @@ func (f *FS) Mkdir(name string) error { return pathErr("mkdir", name, f.e.Mkdir(
 // Rmdir removes a group directory.
 func (f *FS) Rmdir(name string) error { return pathErr("rmdir", name, f.e.Rmdir(name)) }
 
+// Rename moves a MON group (rename(2)).
+func (f *FS) Rename(oldName, newName string) error {
+	return pathErr("rename", oldName, f.e.Rename(oldName, newName))
+}
+
 // ReadDir lists the names in a directory, sorted; directories end in "/".
 func (f *FS) ReadDir(name string) ([]string, error) {
 	ents, err := f.e.ReadDir(name)
