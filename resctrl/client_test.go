@@ -45,6 +45,30 @@ var clientTests = []struct {
 	{"reconcile", testReconcile},
 	{"place-masks", testPlace},
 	{"move-mon-group", testMoveMon},
+	{"apply-mbps-partial-write", testApplyMBps},
+}
+
+// testApplyMBps: under mba_MBps the kernel keeps MB values of a write that fails on a
+// later line; Apply still restores the state before it.
+func testApplyMBps(t *testing.T, mk mkWorld) {
+	w := mk(t, "intel-mbps")
+	c := w.c
+	if err := c.CreateGroup("colo.a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetSchemata("colo.a", resctrl.Schemata{}.Set("MB", 0, 3000)); err != nil {
+		t.Fatal(err)
+	}
+	bad := resctrl.Schemata{{Resource: "MB", Values: []resctrl.DomainValue{{0, 500}}}, {Resource: "L4", Values: []resctrl.DomainValue{{0, 1}}}}
+	err := c.Apply(resctrl.Change{Group: "colo.a", Schemata: bad})
+	var ae *resctrl.ApplyError
+	if !errors.As(err, &ae) || ae.RollbackErr != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	s, _ := c.Schemata("colo.a")
+	if v, _ := s.Get("MB", 0); v != 3000 {
+		t.Fatalf("MB:0 = %d after a failed Apply, want 3000", v)
+	}
 }
 
 func testMoveMon(t *testing.T, mk mkWorld) {
@@ -453,6 +477,7 @@ func TestParseSchemataFormats(t *testing.T) {
 		{"L3CODE:0=fffff;1=fffff\nL3DATA:0=fffff;1=fffff\n", "L3CODE:0=fffff;1=fffff\nL3DATA:0=fffff;1=fffff\n"},
 		{"L2:1=0x3;0=0xfc;\n\n", "L2:0=fc;1=3\n"},
 		{"SMBA:0=16\n", "SMBA:0=16\n"},
+		{"    L3:0=0ff0\n    MB:0=050;1=100\n", "L3:0=ff0\nMB:0=50;1=100\n"},
 		{"MB:0=4294967295\n", "MB:0=4294967295\n"},
 	}
 	for _, c := range cases {

@@ -198,17 +198,16 @@ func (s Schemata) Line(resource string) (Line, bool) {
 	return Line{}, false
 }
 
-// Restrict returns the values of cur for exactly the resources and domains that s names
-// (used to record what a partial write will overwrite).
+// Restrict returns the values of cur for the resources and domains that s names (what
+// a partial write will overwrite). Entries cur lacks are left out: the kernel rejects
+// a write naming them, so they have no old value to restore.
 func (s Schemata) Restrict(cur Schemata) (Schemata, error) {
 	var out Schemata
 	for _, l := range s {
 		for _, dv := range l.Values {
-			v, ok := cur.Get(l.Resource, dv.Domain)
-			if !ok {
-				return nil, fmt.Errorf("the group has no %s domain %d", l.Resource, dv.Domain)
+			if v, ok := cur.Get(l.Resource, dv.Domain); ok {
+				out = out.Set(l.Resource, dv.Domain, v)
 			}
-			out = out.Set(l.Resource, dv.Domain, v)
 		}
 	}
 	return out, nil

@@ -94,9 +94,16 @@ func (c *Client) Apply(changes ...Change) error {
 				return fail(i, fmt.Errorf("%s: %w", g, err))
 			}
 			if err := c.write(join(g, "schemata"), ch.Schemata.String()); err != nil {
+				// A rejected write is all-or-nothing, except under mba_MBps where the
+				// kernel applies MB lines while parsing: put them back too.
+				if len(old) > 0 {
+					undo = append(undo, func() error { return c.write(join(g, "schemata"), old.String()) })
+				}
 				return fail(i, err)
 			}
-			undo = append(undo, func() error { return c.write(join(g, "schemata"), old.String()) })
+			if len(old) > 0 {
+				undo = append(undo, func() error { return c.write(join(g, "schemata"), old.String()) })
+			}
 		}
 		if ch.ExclusiveAfter {
 			old, err := c.Mode(g)

@@ -304,9 +304,9 @@ var confCases = []confCase{
 			h.t.Fatalf("got %q", got)
 		}
 	}},
-	{name: "default-schemata-intel", rule: "default group owns all ways and 100% MB; names right-aligned; padded values",
+	{name: "default-schemata-intel", rule: "default group owns all ways and 100% MB; names right-aligned to the longest name, counting the CODE/DATA suffix of a CDP-capable L3 even without cdp; padded values",
 		only: func(p *Profile) bool { return p.Name == "intel" }, run: func(h *env) {
-			if got := h.read("schemata"); got != "L3:0=fff;1=fff\nMB:0=100;1=100\n" {
+			if got := h.read("schemata"); got != "    L3:0=fff;1=fff\n    MB:0=100;1=100\n" {
 				h.t.Fatalf("got %q", got)
 			}
 		}},
@@ -321,7 +321,7 @@ var confCases = []confCase{
 		only: func(p *Profile) bool { return p.Name == "amd-smba" }, run: func(h *env) {
 			got := h.read("schemata")
 			lines := strings.Split(got, "\n")
-			if len(lines) != 4 || !strings.HasPrefix(lines[0], "  L3:0=ffff;1=ffff;") || !strings.HasPrefix(lines[1], "  MB:0=2048;") || !strings.HasPrefix(lines[2], "SMBA:0=2048;") || !strings.HasSuffix(lines[1], "7=2048") {
+			if len(lines) != 4 || !strings.HasPrefix(lines[0], "    L3:0=ffff;1=ffff;") || !strings.HasPrefix(lines[1], "    MB:0=2048;") || !strings.HasPrefix(lines[2], "  SMBA:0=2048;") || !strings.HasSuffix(lines[1], "7=2048") {
 				h.t.Fatalf("got %q", got)
 			}
 		}},
@@ -496,7 +496,21 @@ var confCases = []confCase{
 			h.t.Fatalf("event %q", got)
 		}
 		h.ok("g/mba_MBps_event", "mbm_total_bytes\n")
+		if err := h.fs.WriteFile("g/mba_MBps_event", []byte("mbm_local_bytes")); !errors.Is(err, syscall.EINVAL) {
+			h.t.Fatalf("event without newline: %v", err)
+		}
 		h.fail("g/mba_MBps_event", "foo\n", syscall.EINVAL, "=Unsupported event id 'foo'")
+	}},
+	{name: "mba-mbps-applies-at-parse", rule: "under mba_MBps an MB value is applied while parsing (parse_bw), so it sticks although a later line fails, and a repeated domain is no duplicate", only: func(p *Profile) bool { return p.MBAMBps }, run: func(h *env) {
+		h.mkdir("g")
+		h.fail("g/schemata", "MB:0=500\nL4:0=1\n", syscall.EINVAL, "=Unknown or unsupported resource name 'L4'")
+		if got := h.value("g", "MB", 0); got != "500" {
+			h.t.Fatalf("MB %q, want 500 (applied before the failing line)", got)
+		}
+		h.ok("g/schemata", "MB:1=7;1=9\n")
+		if got := h.value("g", "MB", 1); got != "9" {
+			h.t.Fatalf("MB:1 %q want 9", got)
+		}
 	}},
 	{name: "partial-write-keeps-others", rule: "a write names only what changes; other resources and domains keep their values", run: func(h *env) {
 		h.mkdir("g")
@@ -1045,7 +1059,7 @@ func TestUnpaddedFormat(t *testing.T) {
 	h := &env{t: t, p: e.Profile(), fs: e.FS(), e: e}
 	h.mkdir("g")
 	h.ok("g/schemata", "L3:0=3\nMB:0=50\n")
-	if got := h.read("g/schemata"); got != "L3:0=3;1=fff\nMB:0=50;1=100\n" {
+	if got := h.read("g/schemata"); got != "    L3:0=3;1=fff\n    MB:0=50;1=100\n" {
 		t.Fatalf("got %q", got)
 	}
 }

@@ -156,7 +156,11 @@ func New(p *Profile, opts Options) (*Emulator, error) {
 	e.closids = 1 << 30
 	for _, s := range e.schemas {
 		e.closids = min(e.closids, s.closids)
-		e.nameW = max(e.nameW, len(s.name))
+		w := len(s.name)
+		if s.cache != nil && s.conf == confNone && s.cache.CDPCapable {
+			w += 4 // schemata_list_add: room for a CODE/DATA suffix
+		}
+		e.nameW = max(e.nameW, w)
 	}
 	if e.closids < 1 {
 		return nil, fmt.Errorf("emu: profile %q leaves no CLOSID (CDP halves num_closids)", p.Name)
@@ -1217,7 +1221,8 @@ func (e *Emulator) parseLine(g *group, s *schema, line string, st *[]staged, hav
 		}
 		d := int(domID)
 		key := fmt.Sprintf("%s/%d", s.name, d)
-		if have[key] {
+		mbaSC := s.res == "MB" && e.p.MBAMBps
+		if have[key] && !mbaSC {
 			e.status("Duplicate domain %d", d)
 			return syscall.EINVAL
 		}
@@ -1236,6 +1241,14 @@ func (e *Emulator) parseLine(g *group, s *schema, line string, st *[]staged, hav
 			}
 		} else if v, ok = e.bwValidate(s, val); !ok {
 			return syscall.EINVAL
+		}
+		if mbaSC {
+			// parse_bw: under mba_MBps the value goes to the software controller at
+			// parse time, unstaged, so it sticks even if a later line fails and a
+			// repeated domain is not a duplicate (fs/resctrl/ctrlmondata.c).
+			g.cfg[s.name][d] = v
+			e.gen++
+			continue
 		}
 		have[key] = true
 		*st = append(*st, staged{s, d, v})
@@ -1427,8 +1440,11 @@ func (e *Emulator) writeCPUs(g *group, buf string, list bool) error {
 }
 
 func (e *Emulator) writeEvent(g *group, buf string) error {
+	if len(buf) == 0 || buf[len(buf)-1] != '\n' {
+		return syscall.EINVAL
+	}
+	buf = buf[:len(buf)-1]
 	e.cmd()
-	buf = strings.TrimSuffix(buf, "\n")
 	if buf != "mbm_local_bytes" && buf != "mbm_total_bytes" || !contains(e.monFeatures(), buf) {
 		e.status("Unsupported event id '%s'", buf)
 		return syscall.EINVAL

@@ -88,7 +88,7 @@ func TestFUSEShell(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if out, err := run("mkdir p0 && echo 'L3:0=f0' > p0/schemata && cat p0/schemata"); err != nil || out != "L3:0=0f0;1=fff\nMB:0=100;1=100\n" {
+	if out, err := run("mkdir p0 && echo 'L3:0=f0' > p0/schemata && cat p0/schemata"); err != nil || out != "    L3:0=0f0;1=fff\n    MB:0=100;1=100\n" {
 		t.Fatalf("shell: %q %v", out, err)
 	}
 	out, err := run("echo 'L3:0=f7' > p0/schemata")

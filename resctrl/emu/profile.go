@@ -25,6 +25,10 @@ type CacheRes struct {
 	NumCLOSIDs int
 	// SizeBytes is the capacity of one cache instance (for the size file and ways↔bytes).
 	SizeBytes uint64
+	// CDPCapable: the hardware supports code/data prioritisation. The kernel then
+	// reserves the width of the CODE/DATA suffix when aligning schemata names even
+	// without the cdp mount option ("    L3:0=ff").
+	CDPCapable bool
 }
 
 // BWRes is a memory-bandwidth resource (MB, or SMBA on AMD).
@@ -197,6 +201,9 @@ func ProfileFromMachine(m *machine.Profile, variant string) (*Profile, error) {
 		ShareableBits: m.CAT.ShareableBits,
 		NumCLOSIDs:    m.CAT.NumCLOSIDs,
 		SizeBytes:     uint64(m.LLC.SizeBytes),
+		// Intel server parts since Broadwell and AMD Zen support L3 CDP; MPAM is
+		// modelled without it.
+		CDPCapable: m.Vendor != machine.Arm || m.CAT.CDP,
 	}
 	if m.Vendor == machine.AMD {
 		p.L3.MinCBMBits = 0
