@@ -100,4 +100,16 @@ func TestResctrlCLI(t *testing.T) {
 	if out, err = runColo(t, "resctrl", "--root", dir, "mon", "colo.web"); err != nil || !strings.Contains(out, "OCCUPANCY") {
 		t.Fatalf("mon: %q %v", out, err)
 	}
+	if _, err := runColo(t, "resctrl", "--root", dir, "set", "colo.old", "L3:0=f", "--create"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Mkdir("theirs"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runColo(t, "resctrl", "--root", dir, "reconcile", "--keep", "colo.web"); err != nil || out != "removed colo.old\n" {
+		t.Fatalf("reconcile: %q %v", out, err)
+	}
+	if g := e.State().Groups; len(g) != 3 || g[1].Path != "colo.web" || g[2].Path != "theirs" {
+		t.Fatalf("after reconcile: %+v", g)
+	}
 }
