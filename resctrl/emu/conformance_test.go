@@ -633,10 +633,26 @@ var confCases = []confCase{
 		h.fail("p1/schemata", "L3DATA:0=2\n", syscall.EINVAL, "=Overlaps with exclusive group")
 		h.ok("p1/schemata", "L3CODE:0=10\nL3DATA:0=20\n")
 	}},
-	{name: "mode-unknown", rule: "\"Unknown or unsupported mode\" (pseudo-locking is not emulated)", run: func(h *env) {
+	{name: "mode-unknown", rule: "\"Unknown or unsupported mode\"", run: func(h *env) {
 		h.mkdir("g")
-		h.fail("g/mode", "pseudo-locksetup\n", syscall.EINVAL, "=Unknown or unsupported mode")
 		h.fail("g/mode", "bogus\n", syscall.EINVAL, "=Unknown or unsupported mode")
+		h.fail("g/mode", "pseudo-locked\n", syscall.EINVAL, "=Unknown or unsupported mode")
+	}},
+	{name: "pseudo-lock-refused", rule: "rdtgroup_locksetup_enter: \"Cannot pseudo-lock default group\", \"CDP enabled\", \"Pseudo-locking not supported\" (no prefetch-disable bits); arm64 has no pseudo-locking", run: func(h *env) {
+		h.mkdir("g")
+		if isMPAM(h.p) {
+			h.fail("g/mode", "pseudo-locksetup\n", syscall.EINVAL, "=Unknown or unsupported mode")
+			return
+		}
+		h.fail("mode", "pseudo-locksetup\n", syscall.EINVAL, "=Cannot pseudo-lock default group")
+		want := "=Pseudo-locking not supported"
+		if h.p.CDP {
+			want = "=CDP enabled"
+		}
+		h.fail("g/mode", "pseudo-locksetup\n", syscall.EINVAL, want)
+		if got := h.read("g/mode"); got != "shareable\n" {
+			h.t.Fatalf("mode %q", got)
+		}
 	}},
 	{name: "mode-needs-newline", rule: "mode writes need the trailing newline", run: func(h *env) {
 		h.mkdir("g")
