@@ -101,7 +101,7 @@ func within(a, b, rel float64) bool { return math.Abs(a-b) <= rel*math.Max(a, b)
 func orderingAttempt(t *testing.T) (quiet bool, why string) {
 	r := &Runner{AppCPUs: []int{0}, OtherCPUs: []int{1}, StreamThreads: 1, RandomThreads: 1,
 		Settle: 100 * time.Millisecond, Repeats: 1, Metric: MetricAuto,
-		Reporter: stress.ReporterConfig{Type: stress.ReporterAlternating, MB: 16, Reps: 15, Warmup: 1}}
+		Reporter: stress.ReporterConfig{Type: stress.ReporterRandom, MB: 8, Reps: 15, Warmup: 1}}
 	ctx := context.Background()
 	compute, random := selfApp("compute", "compute:0:0.3"), selfApp("random", "random:8:0.3")
 	// Competitors run for longer than the measurement (they are killed at its end), so that
