@@ -424,3 +424,36 @@ func parseValidated(r io.Reader, file string) ([]Validated, error) {
 	}
 	return out, nil
 }
+
+// ParseReporterTable reads a reporter table (reporter_sensitivity.csv or
+// contentiousness.csv shape: " avg f1 f2 …" header, then "key avg f1 f2 …") back into rows.
+func ParseReporterTable(r io.Reader, file string) ([]ReporterRow, error) {
+	t, err := readTable(r, file, true)
+	if err != nil {
+		return nil, err
+	}
+	if t.header == nil {
+		return nil, fmt.Errorf("%s:1: want a header \" avg …\"", file)
+	}
+	ac, err := t.col("avg", 1)
+	if err != nil {
+		return nil, err
+	}
+	var out []ReporterRow
+	for _, r := range t.rows {
+		row := ReporterRow{Key: r.fields[0], Functions: map[string]float64{}}
+		for i := 1; i < len(r.fields); i++ {
+			v, err := t.num(r, i, t.header[i])
+			if err != nil {
+				return nil, err
+			}
+			if i == ac {
+				row.Avg = v
+			} else {
+				row.Functions[t.header[i]] = v
+			}
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
