@@ -68,7 +68,7 @@ func (f *predictFlags) live(c *cobra.Command) {
 	fl.DurationVar(&f.settle, "settle", time.Second, "wait after starting the SoI or a competitor (thesis: 5 s / 20 s)")
 	fl.IntVar(&f.repeats, "repeats", 1, "measurements per point (median)")
 	fl.StringVar(&f.repType, "reporter", stress.ReporterAlternating, "reporter type: streaming, random, alternating, hybrid")
-	fl.Float64Var(&f.repMB, "reporter-mb", 64, "reporter footprint in MB actually touched")
+	fl.Float64Var(&f.repMB, "reporter-mb", 0, "reporter footprint in MB actually touched (0: half the detected LLC, so that LLC pressure shows; 16 if undetected)")
 	fl.IntVar(&f.repReps, "reporter-reps", 30, "reporter timed iterations per function")
 	fl.BoolVar(&f.wallClock, "wall-clock", false, "time reporter iterations by the wall clock instead of thread CPU time")
 }
@@ -237,11 +237,18 @@ func (f *predictFlags) runner(log io.Writer) (*live.Runner, []float64, error) {
 	if f.repeats < 1 || f.settle < 0 {
 		return nil, nil, fmt.Errorf("--repeats %d must be ≥ 1 and --settle %v ≥ 0", f.repeats, f.settle)
 	}
-	rcfg := stress.ReporterConfig{Type: f.repType, MB: f.repMB, Reps: f.repReps}
+	repMB := f.repMB
+	if repMB == 0 {
+		repMB = 16
+		if llc := stress.DetectLLCBytes(); llc > 0 {
+			repMB = float64(llc) / 2 / stress.MB
+		}
+	}
+	rcfg := stress.ReporterConfig{Type: f.repType, MB: repMB, Reps: f.repReps}
 	if _, err := stress.NewReporter(stress.ReporterConfig{Type: f.repType, MB: 0.1, Reps: 1}); err != nil {
 		return nil, nil, err
 	}
-	if f.repMB <= 0 || f.repReps < 1 {
+	if f.repMB < 0 || f.repReps < 1 {
 		return nil, nil, fmt.Errorf("--reporter-mb %g must be > 0 and --reporter-reps %d ≥ 1", f.repMB, f.repReps)
 	}
 	return &live.Runner{AppCPUs: appCPUs, OtherCPUs: otherCPUs, StreamThreads: st, RandomThreads: rt,

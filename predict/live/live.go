@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -227,6 +228,12 @@ func (r *Runner) startSoI(ctx context.Context, mb float64) (stop func(), err err
 		RandomThreads: r.RandomThreads, CPUs: r.OtherCPUs})
 	if err != nil {
 		return nil, err
+	}
+	// The SoI's locked worker threads and the reporter's must all hold a P at once, or Go
+	// time-slices them and the reporter sees a fraction of the SoI (measured: a flat reporter
+	// curve with GOMAXPROCS = 2 and three busy threads).
+	if need := l.Workers() + 2; runtime.GOMAXPROCS(0) < need {
+		runtime.GOMAXPROCS(need)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
