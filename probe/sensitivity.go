@@ -47,7 +47,9 @@ func DefaultSensitivityConfig() SensitivityConfig {
 }
 
 // SegmentTime is segmentTime = default_t / 6 (seed000.md §2.6 step 6).
-func (c SensitivityConfig) SegmentTime() time.Duration { return c.DefaultT / time.Duration(1+len(Stressors)) }
+func (c SensitivityConfig) SegmentTime() time.Duration {
+	return c.DefaultT / time.Duration(1+len(Stressors))
+}
 
 // Validate checks the timing.
 func (c SensitivityConfig) Validate() error {
@@ -86,7 +88,9 @@ type Vector struct {
 }
 
 // Slice returns the vector in Stressors order.
-func (v Vector) Slice() []float64 { return []float64{v.LLC, v.MemRead, v.MemWrite, v.SysCall, v.Prefetch} }
+func (v Vector) Slice() []float64 {
+	return []float64{v.LLC, v.MemRead, v.MemWrite, v.SysCall, v.Prefetch}
+}
 
 func vectorOf(xs []float64) Vector {
 	return Vector{LLC: xs[0], MemRead: xs[1], MemWrite: xs[2], SysCall: xs[3], Prefetch: xs[4]}
