@@ -23,6 +23,8 @@ import (
 	"colo/data"
 	"colo/predict"
 	"colo/predict/live"
+	"colo/predict/simprof"
+	"colo/sim"
 	"colo/stress"
 
 	"github.com/spf13/cobra"
@@ -47,6 +49,8 @@ type predictFlags struct {
 	repMB     float64
 	repReps   int
 	wallClock bool
+	machine   string
+	seed      uint64
 }
 
 func (f *predictFlags) data(c *cobra.Command) {
@@ -57,8 +61,8 @@ func (f *predictFlags) data(c *cobra.Command) {
 
 func (f *predictFlags) live(c *cobra.Command) {
 	fl := c.Flags()
-	fl.StringVar(&f.runtime, "runtime", "", "measure for real: process (apps are shell commands on this machine)")
-	fl.StringArrayVar(&f.apps, "app", nil, "application NAME=CMD (repeatable; a bare CMD is named app1, app2, …)")
+	fl.StringVar(&f.runtime, "runtime", "", "measure: process (apps are shell commands on this machine) or sim (apps are simulated workloads, e.g. neighbor:6M:1g)")
+	fl.StringArrayVar(&f.apps, "app", nil, "application NAME=CMD (repeatable; a bare CMD is named app1, app2, …); with --runtime sim CMD is a workload name")
 	fl.StringVar(&f.dials, "dials", "0:112:16", "SoI dials in MB: FROM:TO:STEP or a list 0,16,32 (must include 0)")
 	fl.StringVar(&f.metric, "metric", "auto", "app performance: auto, cpu-rate, rate (its JSON line), cpu or wall (time of one run)")
 	fl.StringVar(&f.appCPUs, "app-cpus", "0", "CPUs of the application and the reporter")
@@ -71,6 +75,8 @@ func (f *predictFlags) live(c *cobra.Command) {
 	fl.Float64Var(&f.repMB, "reporter-mb", 0, "reporter footprint in MB actually touched (0: half the detected LLC, so that LLC pressure shows; 16 if undetected)")
 	fl.IntVar(&f.repReps, "reporter-reps", 30, "reporter timed iterations per function")
 	fl.BoolVar(&f.wallClock, "wall-clock", false, "time reporter iterations by the wall clock instead of thread CPU time")
+	fl.StringVar(&f.machine, "machine", "icx-4314-2s", "sim: machine profile (colo machine list)")
+	fl.Uint64Var(&f.seed, "seed", 1, "sim: noise seed")
 }
 
 // load opens the data directory (or the embedded set).
@@ -186,16 +192,79 @@ func parseDials(s string) ([]float64, error) {
 	return out, nil
 }
 
-func (f *predictFlags) runner(log io.Writer) (*live.Runner, []float64, error) {
-	if f.runtime != "process" {
-		if f.runtime == "sim" {
-			return nil, nil, errors.New("--runtime sim is not available yet (the simulator has not landed); use --runtime process")
-		}
-		return nil, nil, fmt.Errorf("--runtime %q: use process", f.runtime)
+// measurer is what the predict commands need from a runtime: live processes or sim.
+type measurer interface {
+	ReporterCurve(ctx context.Context, dials []float64) ([]predict.ReporterRow, error)
+	SensitivityCurve(ctx context.Context, app live.App, dials []float64) (predict.Curve, error)
+	Contentiousness(ctx context.Context, app live.App) (predict.ReporterRow, error)
+	CoRun(ctx context.Context, app, comp live.App) (float64, error)
+}
+
+// simMeasurer adapts simprof.Runner: an app's command is a simulated workload name
+// (sim.WorkloadNames, e.g. neighbor:6M:1g).
+type simMeasurer struct{ r *simprof.Runner }
+
+func (s simMeasurer) workload(a live.App) (sim.Workload, error) {
+	w, err := sim.ParseWorkload(a.Cmd, 1, nil)
+	if err != nil {
+		return w, fmt.Errorf("--app %s=%s: %w", a.Name, a.Cmd, err)
 	}
+	return w, nil
+}
+
+func (s simMeasurer) ReporterCurve(_ context.Context, dials []float64) ([]predict.ReporterRow, error) {
+	return s.r.ReporterCurve(dials)
+}
+
+func (s simMeasurer) SensitivityCurve(_ context.Context, a live.App, dials []float64) (predict.Curve, error) {
+	w, err := s.workload(a)
+	if err != nil {
+		return predict.Curve{}, err
+	}
+	return s.r.SensitivityCurve(a.Name, w, dials)
+}
+
+func (s simMeasurer) Contentiousness(_ context.Context, a live.App) (predict.ReporterRow, error) {
+	w, err := s.workload(a)
+	if err != nil {
+		return predict.ReporterRow{}, err
+	}
+	return s.r.Contentiousness(a.Name, w)
+}
+
+func (s simMeasurer) CoRun(_ context.Context, a, c live.App) (float64, error) {
+	wa, err := s.workload(a)
+	if err != nil {
+		return 0, err
+	}
+	wc, err := s.workload(c)
+	if err != nil {
+		return 0, err
+	}
+	return s.r.CoRun(wa, wc)
+}
+
+func (f *predictFlags) runner(log io.Writer) (measurer, []float64, error) {
 	dials, err := parseDials(f.dials)
 	if err != nil {
 		return nil, nil, err
+	}
+	switch f.runtime {
+	case "process":
+	case "sim":
+		r, err := simprof.NewRunner(f.machine, f.seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, a := range f.apps {
+			_, spec, _ := strings.Cut(a, "=")
+			if _, err := sim.ParseWorkload(spec, 1, nil); err != nil && strings.Contains(a, "=") {
+				return nil, nil, fmt.Errorf("--app %s: %w", a, err)
+			}
+		}
+		return simMeasurer{r}, dials, nil
+	default:
+		return nil, nil, fmt.Errorf("--runtime %q: use process (real processes here) or sim (the simulated machine)", f.runtime)
 	}
 	m, err := live.ParseMetric(f.metric)
 	if err != nil {
@@ -787,7 +856,7 @@ how each affected score was chosen.`,
 }
 
 // measureContention measures the reporter next to each app and upserts contentiousness.csv.
-func measureContention(ctx context.Context, f *predictFlags, r *live.Runner, apps []live.App) error {
+func measureContention(ctx context.Context, f *predictFlags, r measurer, apps []live.App) error {
 	path := filepath.Join(f.dir, predict.ContentionFile)
 	rows, err := readReporterRows(path)
 	if err != nil {
@@ -807,7 +876,7 @@ func measureContention(ctx context.Context, f *predictFlags, r *live.Runner, app
 	return writeFile(path, b)
 }
 
-func trainReporter(ctx context.Context, f *predictFlags, r *live.Runner, dials []float64, w io.Writer) error {
+func trainReporter(ctx context.Context, f *predictFlags, r measurer, dials []float64, w io.Writer) error {
 	t0 := time.Now()
 	rows, err := r.ReporterCurve(ctx, dials)
 	if err != nil {
@@ -817,7 +886,7 @@ func trainReporter(ctx context.Context, f *predictFlags, r *live.Runner, dials [
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "reporter curve: %d dials in %.1f s → %s\n", len(dials), time.Since(t0).Seconds(), filepath.Join(f.dir, predict.ReporterFile))
+	fmt.Fprintf(w, "reporter curve: %d dials in %.3f s → %s\n", len(dials), time.Since(t0).Seconds(), filepath.Join(f.dir, predict.ReporterFile))
 	return writeFile(filepath.Join(f.dir, predict.ReporterFile), b)
 }
 
@@ -830,7 +899,7 @@ func addTrainReporter(pc *cobra.Command) {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.runtime == "" {
-				return badInputf("train-reporter measures for real: give --runtime process")
+				return badInputf("train-reporter measures: give --runtime process or --runtime sim")
 			}
 			if err := f.writable(); err != nil {
 				return badInput(err)
@@ -871,7 +940,7 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.runtime == "" {
-				return badInputf("profile measures for real: give --runtime process (sim: not available yet)")
+				return badInputf("profile measures: give --runtime process or --runtime sim")
 			}
 			if err := f.writable(); err != nil {
 				return badInput(err)
@@ -909,7 +978,7 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 				if err := writeFile(filepath.Join(f.dir, predict.SensitivityDir, predict.CurveFileName(a.Name)), buf.Bytes()); err != nil {
 					return err
 				}
-				fmt.Fprintf(w, "%s: sensitivity curve (%d dials) in %.1f s; normalised performance:", a.Name, len(dials), time.Since(t0).Seconds())
+				fmt.Fprintf(w, "%s: sensitivity curve (%d dials) in %.3f s; normalised performance:", a.Name, len(dials), time.Since(t0).Seconds())
 				for i, d := range curve.Dials {
 					fmt.Fprintf(w, " %v:%.3f", d, predict.NormalisedPerf(curve.Perf[0], curve.Perf[i]))
 				}
