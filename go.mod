@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/docker/docker v28.5.2+incompatible
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
