@@ -16,6 +16,7 @@ import (
 
 	// The online controllers register their schedulers (dcat, static-cat, lfoc+, vp).
 	_ "colo/policy/dcat"
+	_ "colo/policy/lfocplus"
 	_ "colo/policy/vp"
 
 	"github.com/spf13/cobra"

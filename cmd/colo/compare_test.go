@@ -3,6 +3,7 @@ package main
 import (
 	"math/bits"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"colo/bench"
@@ -129,5 +130,50 @@ func TestCompareVPExample(t *testing.T) {
 	}
 	if rows[1].Reconfigurations == 0 || !(rows[1].WorstSlowdown < rows[0].WorstSlowdown) {
 		t.Fatalf("vp should act and lower the worst slowdown: shared %.3f, vp %.3f (%d actions)", rows[0].WorstSlowdown, rows[1].WorstSlowdown, rows[1].Reconfigurations)
+	}
+}
+
+// LFOC+ online through the run loop on the data set's six workloads: every application is
+// sampled (once per job), the partitioning follows; reports sampling activations per
+// second and reconfigurations per minute (the paper: about 0.6 activations per second).
+func TestLFOCPlusThroughRunLoop(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/lfoc/mix*.yaml")
+	if len(files) != 6 {
+		t.Fatalf("%d LFOC mixes", len(files))
+	}
+	memo := map[string]float64{}
+	for _, f := range files {
+		bm := loadOn(t, f, "testsim")
+		rec := &bench.Memory{}
+		res, err := runWith(bm, "lfoc+", rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts, ends := 0, 0
+		for _, e := range rec.Events {
+			if e.Kind == "decision" && strings.Contains(e.Text, "sample-start") {
+				starts++
+			}
+			if e.Kind == "decision" && strings.Contains(e.Text, "sample-end") {
+				ends++
+			}
+		}
+		if starts < len(bm.Jobs)-1 || ends < len(bm.Jobs)-2 {
+			t.Errorf("%s: %d sampling activations, %d completed, for %d jobs", f, starts, ends, len(bm.Jobs))
+		}
+		rows := map[string]compareRow{}
+		for _, n := range []string{"shared", "lfoc+"} {
+			r, err := compareOne(bm, n, memo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows[n] = r
+		}
+		t.Logf("%s: %d activations in %.0f s (%.2f/s); lfoc+ reconfig %.0f/min; unfairness shared %.3f lfoc+ %.3f; STP shared %.3f lfoc+ %.3f",
+			filepath.Base(f), starts, res.Virtual.Seconds(), float64(starts)/res.Virtual.Seconds(), rows["lfoc+"].ReconfigPerMin,
+			rows["shared"].Unfairness, rows["lfoc+"].Unfairness, rows["shared"].STP, rows["lfoc+"].STP)
+		if !(rows["lfoc+"].Unfairness < rows["shared"].Unfairness) {
+			t.Errorf("%s: lfoc+ unfairness %.3f not below shared %.3f", f, rows["lfoc+"].Unfairness, rows["shared"].Unfairness)
+		}
 	}
 }
