@@ -872,3 +872,14 @@ func (s *Store) Missing() ([]string, error) {
 	}
 	return out, nil
 }
+
+// SampleSpan returns the earliest and latest sample time of run id and the sample count
+// (zeros when there are none).
+func (s *Store) SampleSpan(id int64) (first, last time.Duration, n int64, err error) {
+	if s.db == nil {
+		return 0, 0, 0, nil
+	}
+	var a, b sql.NullInt64
+	err = s.db.QueryRow("SELECT min(t_ns), max(t_ns), count(*) FROM samples WHERE run_id=?", id).Scan(&a, &b, &n)
+	return time.Duration(a.Int64), time.Duration(b.Int64), n, err
+}

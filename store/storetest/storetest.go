@@ -379,7 +379,7 @@ func partitions() []store.PartitionResult {
 			p := store.PartitionResult{Workload: wl, Policy: pol}
 			var sd []float64
 			for ai, a := range apps {
-				s := 1.05 + 0.1*float64((ai+pi+wi)%4) + 0.05*float64(pi)
+				s := 1.05 + 0.1*float64((ai+pi+wi)%4) + 0.05*float64(pi) + 0.07*float64(wi*ai%3)
 				if pol == "lfoc+" && ai == 0 {
 					s = 1.02
 				}
