@@ -227,7 +227,6 @@ func (d *runData) load(st *store.Store) error {
 	return nil
 }
 
-
 // jobIDs returns the ids of jobs with samples, sorted, batch first then priority (so
 // priority lines are drawn on top).
 func (d *runData) jobIDs() []int {
@@ -312,4 +311,3 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
-
