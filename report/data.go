@@ -196,7 +196,7 @@ func (d *runData) load(st *store.Store) error {
 	d.nBuckets = maxBuckets + 1
 	// One pass over the samples: bucket means per job and raw IPCE for time-weighted means.
 	raw := map[int][]metric.Sample{}
-	err = st.EachSample(id, func(s store.Sample) error {
+	err = st.EachSampleLight(id, func(s store.Sample) error {
 		v := sampleValues(s)
 		b := int(s.T.Seconds() / d.bucket)
 		js := d.series[s.Job]
@@ -218,6 +218,9 @@ func (d *runData) load(st *store.Store) error {
 	}
 	for jid, xs := range raw {
 		d.meanIPCE[jid] = metric.TimeWeightedMean(xs) * 100
+		if math.IsNaN(d.meanIPCE[jid]) {
+			continue // IPCE unavailable (no PMU): no time over target either, rather than 0
+		}
 		if j, ok := d.job[jid]; ok && j.Priority && j.IPCETarget > 0 {
 			if v := metric.TimeOverTarget(xs, j.IPCETarget); !math.IsNaN(v) {
 				d.overTgt[jid] = v

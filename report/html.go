@@ -28,7 +28,7 @@ svg text{fill:var(--muted);font-size:11px}svg .ylabel,svg .xlabel{font-size:12px
 .grid{stroke:var(--grid);stroke-width:1}.frame,.tick{stroke:var(--muted);stroke-width:1}
 .series{fill:none;stroke-width:1.2;stroke-linejoin:round}
 .series.batch{stroke:var(--batch);stroke-width:.8;opacity:.55}
-.series.prio{stroke:var(--prio);stroke-width:1.4;opacity:.85}
+.series.prio{stroke:var(--prio);stroke-width:1;opacity:.45}
 .series[style].batch,.series[style].prio{opacity:.95}
 .series.prio[style]{stroke-width:2.4;stroke-dasharray:none}.series.batch[style]{stroke-width:1;stroke-dasharray:4 2}
 .series.mean{stroke-width:2.6;opacity:1}.series.mean.prio{stroke:var(--prio)}.series.mean.batch{stroke:var(--fg);opacity:.9}

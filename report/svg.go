@@ -106,10 +106,14 @@ func newFrameTicks(sb *strings.Builder, h float64, x0, x1, y0, y1 float64, timeA
 			marginL, chartW-marginR, f1(py), f1(py), marginL-6, f1(py), fmtNum(v))
 	}
 	long := timeAxis && x1-x0 > 600
-	for _, v := range niceTicks(x0, x1, 10) {
-		if long {
-			v = math.Round(v/60) * 60
+	xt := niceTicks(x0, x1, 10)
+	if long { // ticks on whole minutes
+		xt = niceTicks(x0/60, x1/60, 10)
+		for i := range xt {
+			xt[i] *= 60
 		}
+	}
+	for _, v := range xt {
 		px := f.x.at(v)
 		if px < marginL-0.5 || px > chartW-marginR+0.5 {
 			continue

@@ -147,7 +147,9 @@ func Generate(dir string, o Options) (Written, error) {
 		if o.Incomplete && last {
 			return wr, w.Flush()
 		}
-		if err := w.Finish(summarize(w, st, name)); err != nil {
+		sum := summarize(w, st, name)
+		sum.VirtualSeconds = runEnd.Seconds()
+		if err := w.Finish(sum); err != nil {
 			return wr, err
 		}
 	}
@@ -281,7 +283,7 @@ func runOne(w *store.RunWriter, o Options, plan []jobPlan, rdt bool, end time.Du
 				continue
 			}
 			// IPCE: base, minus contention from the socket's load, plus 0.1 while holding ways.
-			ipce := j.baseIPCE - 0.015*float64(load[j.Socket]) + 0.03*r.NormFloat64()
+			ipce := j.baseIPCE - 0.005*float64(load[j.Socket]) + 0.03*r.NormFloat64()
 			if _, ok := owner[j.ID]; ok {
 				ipce += 0.1
 			}
