@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,7 +117,8 @@ func (d *influxd) query(t testing.TB, db, q string) (cols []string, rows [][]any
 	if db != "" {
 		v.Set("db", db)
 	}
-	resp, err := http.Post(d.URL+"/query?"+v.Encode(), "", nil)
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Post(d.URL+"/query?"+v.Encode(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,6 +274,52 @@ func TestInfluxd1(t *testing.T) {
 		t.Error("a spool file was written although everything was delivered")
 	}
 	t.Logf("delivered %d lines in %d requests", stats.Delivered, stats.Requests)
+
+	// Every query of the Grafana dashboard returns data from what the sink wrote.
+	checkDashboard(t, d, "colo", "run-a")
+}
+
+// checkDashboard runs each InfluxQL query of dashboards/grafana-colo.json (panels,
+// annotations, template variables) with the template variables filled in, and requires
+// a non-empty result.
+func checkDashboard(t *testing.T, d *influxd, db, run string) {
+	b, err := os.ReadFile(filepath.Join("..", "dashboards", "grafana-colo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash map[string]any
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("grafana-colo.json: %v", err)
+	}
+	var queries []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if q, ok := e.(string); ok && k == "query" {
+					queries = append(queries, q)
+				} else {
+					walk(e)
+				}
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(dash)
+	if len(queries) < 10 {
+		t.Fatalf("dashboard has %d queries", len(queries))
+	}
+	r := strings.NewReplacer("$run", run, "$scheduler", ".*", "$job", ".*", "$timeFilter", "time >= '2026-01-01T00:00:00Z' AND time < '2026-01-01T01:00:00Z'", "$__interval", "10s")
+	for _, q := range queries {
+		cols, rows := d.query(t, db, r.Replace(q))
+		if len(rows) == 0 || len(cols) == 0 {
+			t.Errorf("dashboard query returns nothing: %s", q)
+		}
+	}
 }
 
 // BenchmarkInfluxd1 measures sink throughput (points per second) to a local 1.x server.
