@@ -593,7 +593,11 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 	newDef := r.defaults(target, d.DefaultMask)
 	for _, s := range sortedKeys(newDef) {
 		m := newDef[s]
-		if inter := r.defMask[s] & m; inter != r.defMask[s] {
+		// shrink first to the part it keeps; when the old and new runs are disjoint
+		// (system/default moves to another stretch of free ways) go there directly
+		if inter := r.defMask[s] & m; inter == 0 {
+			r.setDefault(s, m)
+		} else if inter != r.defMask[s] {
 			r.setDefault(s, inter)
 		}
 	}
@@ -603,7 +607,15 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 			continue
 		}
 		if j.probe != nil && a.Reason != "probe-buffer" {
-			// the scheduler changed a probing job (consolidation): the probe is void
+			if a.Mask != 0 && sched.Ways(a.Mask) == sched.Ways(j.probe.req.Buffer) {
+				// consolidation moved the probe's buffer: follow it and restart the
+				// current segment (the job lost its cached lines)
+				j.probe.req.Buffer = a.Mask
+				j.reserved, j.mba = a.Mask, a.MBA
+				r.beginSegment(j, r.pf.Now())
+				r.event("probe-moved", a.Job, fmt.Sprintf("%s: buffer now %#x", a.Reason, a.Mask))
+				continue
+			}
 			j.probe.sweep.Fail("allocation changed during the probe (" + a.Reason + ")")
 			r.endProbe(j)
 		}
@@ -641,10 +653,35 @@ func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[
 			out[j.socket] &^= mask
 		}
 	}
+	if !m.CAT.SparseMasks {
+		for s, v := range out {
+			out[s] = largestRun(v, m.LLC.Ways)
+		}
+	}
 	for s, v := range explicit {
 		out[s] = v
 	}
 	return out
+}
+
+// largestRun keeps the longest run of set bits of v (ties: the highest), because a CPU
+// without sparse-mask support (Intel) accepts only contiguous masks: system/default gets
+// the largest contiguous stretch of ways no group holds (the reserve at the top ways
+// guarantees one exists); free ways outside it are lost to outer fragmentation until a
+// consolidation (seed000.md §6 item 5).
+func largestRun(v uint64, ways int) uint64 {
+	best, bestStart, cur := 0, 0, 0
+	for i := 0; i < ways; i++ {
+		if v&(1<<uint(i)) != 0 {
+			cur++
+			if cur >= best {
+				best, bestStart = cur, i-cur+1
+			}
+		} else {
+			cur = 0
+		}
+	}
+	return sched.RunMask(bestStart, best)
 }
 
 func (r *runner) updateDefaults(explicit map[int]uint64) {
