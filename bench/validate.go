@@ -36,6 +36,9 @@ type Benchmark struct {
 	Generated bool
 	TraceSeed uint64
 	Jobs      []JobSpec
+	// ResctrlRoot is where the linux platform finds resctrl (colo run --resctrl-root;
+	// empty: the platform's default). The sim platform ignores it.
+	ResctrlRoot string
 }
 
 // DataConfig is a resolved collector configuration.

@@ -20,6 +20,7 @@ func init() {
 		asJSON   bool
 		noStore  bool
 		schedArg string
+		rcRoot   string
 	)
 	cmd := &cobra.Command{
 		Use:   "run BENCH.yaml",
@@ -39,6 +40,7 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
 			if err != nil {
 				return badInput(err) // unreadable or invalid benchmark: file:line errors
 			}
+			bm.ResctrlRoot = rcRoot
 			var names []string
 			if schedArg != "" {
 				names = []string{schedArg}
@@ -100,5 +102,6 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
 	fl.StringVar(&schedArg, "scheduler", "", "run under this scheduler instead of the file's scheduler.implementation")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object (keys in docs/bench.md)")
 	fl.BoolVar(&noStore, "no-store", false, "do not write a run directory")
+	fl.StringVar(&rcRoot, "resctrl-root", "", "resctrl mount for platform: linux (default /sys/fs/resctrl); ignored on sim")
 	rootCmd.AddCommand(cmd)
 }
