@@ -190,6 +190,9 @@ func schedConfig(c *checker, file string, root *yaml.Node, m *machine.Profile, s
 	if s.RebalanceMinGain != nil {
 		cfg.RebalanceMinGain = *s.RebalanceMinGain
 	}
+	if s.Defragment != nil {
+		cfg.Defragment = *s.Defragment
+	}
 	cfg.Options = s.Options
 	p := s.Prober
 	pc := probe.DefaultConfig()
