@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -90,6 +91,10 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 			err = fmt.Errorf("platform close: %w", cerr)
 		}
 		if err != nil {
+			var be *Error
+			if errors.As(err, &be) {
+				return nil, err // bad input: FILE:LINE already says it all
+			}
 			return nil, fmt.Errorf("scheduler %s: %w", name, err)
 		}
 		var wall time.Duration
