@@ -73,6 +73,8 @@ type Options struct {
 	Software []Event
 	// Logf receives the one-time fallback warnings; nil: log.Printf.
 	Logf func(format string, args ...any)
+	// Quiet suppresses the warnings (probes).
+	Quiet bool
 }
 
 // Counter counts events for one cgroup on a set of CPUs.
@@ -86,6 +88,7 @@ type Counter struct {
 	prev   [][]reading
 	total  []float64
 	buf    []byte
+	quiet  bool
 }
 
 // Sample is the scaled change of every event since the previous Sample.
@@ -164,7 +167,7 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 	if sys == nil {
 		sys = RealSys{}
 	}
-	c := &Counter{sys: sys, cpus: append([]int(nil), cpus...), buf: make([]byte, 24)}
+	c := &Counter{sys: sys, cpus: append([]int(nil), cpus...), buf: make([]byte, 24), quiet: o.Quiet}
 	cgfd := int(f.Fd())
 
 	hw := o.Events
@@ -184,7 +187,7 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 		c.mode = ModeHardware
 		for _, ev := range raw {
 			if e := c.openOne(cgfd, ev); e != nil {
-				warnOnce(o.Logf, fmt.Sprintf("perf: raw event %s (config %#x) unavailable: %v; IPCE will be reported as unavailable", ev.Name, ev.Config, e))
+				c.warn(o.Logf, fmt.Sprintf("perf: raw event %s (config %#x) unavailable: %v; IPCE will be reported as unavailable", ev.Name, ev.Config, e))
 			}
 		}
 		return c, nil
@@ -197,12 +200,12 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 	if err := c.openSet(cgfd, sw); err == nil {
 		c.mode = ModeSoftware
 		c.reason = explain(hwErr)
-		warnOnce(o.Logf, "perf: hardware counters unavailable ("+c.reason+"); counting software events only, IPC and IPCE are reported as unavailable")
+		c.warn(o.Logf, "perf: hardware counters unavailable ("+c.reason+"); counting software events only, IPC and IPCE are reported as unavailable")
 		return c, nil
 	} else {
 		c.mode = ModeNone
 		c.reason = explain(err)
-		warnOnce(o.Logf, "perf: no perf events can be opened ("+c.reason+"); only runtime CPU time is collected")
+		c.warn(o.Logf, "perf: no perf events can be opened ("+c.reason+"); only runtime CPU time is collected")
 		return c, nil
 	}
 }
@@ -348,4 +351,25 @@ func cpuList(cpus []int) string {
 		s[i] = strconv.Itoa(c)
 	}
 	return strings.Join(s, ",")
+}
+
+// warn logs msg once per process unless the counter is a quiet probe.
+func (c *Counter) warn(logf func(string, ...any), msg string) {
+	if !c.quiet {
+		warnOnce(logf, msg)
+	}
+}
+
+// Probe opens counters for the cgroup dir on one CPU without logging and reports the
+// mode colo would get, the reason for a fallback and the raw-stall table in use.
+func Probe(dir string, cpu int, sys Sys) (mode Mode, reason, microarch string, err error) {
+	if b, e := os.ReadFile("/proc/cpuinfo"); e == nil {
+		microarch = DetectMicroarch(b)
+	}
+	c, err := OpenCgroup(dir, []int{cpu}, Options{Sys: sys, Microarch: microarch, Quiet: true})
+	if err != nil {
+		return ModeNone, err.Error(), microarch, err
+	}
+	defer c.Close()
+	return c.Mode(), c.Reason(), microarch, nil
 }
