@@ -1,0 +1,460 @@
+// Package perfmodel is the PBBCache performance model (data/pbbcache-skylake/MODEL.md):
+// from the solo per-ways tables of the applications of a workload and a clustering of the
+// LLC (clusters of applications sharing k ways), it estimates every application's
+// cache-only slowdown (table lookup, Whirlpool-style split of a shared cluster), then its
+// bandwidth-contention factor under one of the `simple`, `morad` or `stalls` bus models, and
+// the workload metrics (STP, ANTT, unfairness from package metric).
+//
+// Each equation of MODEL.md is one function here, except the fractional interpolation of a
+// per-ways curve (MODEL.md §3.2), which is profile.Interp so that the simulator's table
+// workloads use the very same rule, and the slowdown column (MODEL.md §2), derived once when
+// a profile is loaded (profile.Slowdown).
+//
+// The bandwidth functions work on plain numbers so that the simulator can call them:
+// BandwidthFactors(model, demands, stallsTotal, stallsMem, limit).
+package perfmodel
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"colo/metric"
+	"colo/profile"
+)
+
+// BWModel names a memory-bandwidth contention model (MODEL.md §4).
+type BWModel string
+
+// The bandwidth models. None disables bandwidth contention (B = ∞).
+const (
+	None   BWModel = "none"
+	Simple BWModel = "simple"
+	Morad  BWModel = "morad"
+	Stalls BWModel = "stalls"
+)
+
+// ParseBWModel accepts none, simple, morad or stalls ("" means none).
+func ParseBWModel(s string) (BWModel, error) {
+	switch BWModel(strings.ToLower(strings.TrimSpace(s))) {
+	case "", None:
+		return None, nil
+	case Simple:
+		return Simple, nil
+	case Morad:
+		return Morad, nil
+	case Stalls:
+		return Stalls, nil
+	}
+	return "", fmt.Errorf("unknown bandwidth model %q (want simple, morad, stalls or none)", s)
+}
+
+// Shares splits a k-way cluster among the applications whose LLCMPKC curves are given
+// (curves[i][w−1] = misses per kilo-cycle at w ways), Whirlpool-style (MODEL.md §3.1;
+// seed001.md §1.5 get_scurves): starting from s_i = 0, each of the k ways in turn is split
+// in proportion to the miss rate each application would have with one more way,
+//
+//	m_i = L_i(min(s_i + 1, W)),   s_i ← s_i + m_i / Σ_l m_l,
+//
+// with L_i linearly interpolated (profile.Interp). The shares sum to k; shares below one
+// way are allowed (the rule when there are more applications than ways). When every m_i is
+// 0 (PBBCache would divide by zero) the way is split equally. One application alone gets
+// the k ways. The result is written to dst (len(curves)) and returned.
+func Shares(dst []float64, curves [][]float64, k int) []float64 {
+	SharesSteps(dst, curves, k, nil)
+	return dst
+}
+
+// SharesSteps runs the split of Shares for j = 1..k ways and calls step(j, s) after each
+// way with the shares of a j-way cluster (s must not be retained), so that one pass gives
+// the split of every cluster size. dst receives the shares of the k-way cluster.
+func SharesSteps(dst []float64, curves [][]float64, k int, step func(j int, s []float64)) {
+	n := len(curves)
+	for i := range dst[:n] {
+		dst[i] = 0
+	}
+	if n == 1 {
+		for j := 1; j <= k; j++ {
+			dst[0] = float64(j)
+			if step != nil {
+				step(j, dst[:1])
+			}
+		}
+		return
+	}
+	var mbuf [32]float64
+	m := mbuf[:0]
+	if n > len(mbuf) {
+		m = make([]float64, 0, n)
+	}
+	m = m[:n]
+	for j := 1; j <= k; j++ {
+		tot := 0.0
+		for i, c := range curves {
+			W := float64(len(c))
+			m[i] = profile.Interp(c, math.Min(dst[i]+1, W))
+			tot += m[i]
+		}
+		for i := range m {
+			if tot > 0 {
+				dst[i] += m[i] / tot
+			} else {
+				dst[i] += 1 / float64(n)
+			}
+		}
+		if step != nil {
+			step(j, dst[:n])
+		}
+	}
+}
+
+// MemStalls is the memory-bound share of the stall cycles that the `stalls` model
+// stretches (MODEL.md §4.3): M = min(T, stalls_l3_miss + stalls_store_buf), with T the
+// total stall fraction.
+func MemStalls(stallsTotal, stallsL3Miss, stallsStoreBuf float64) float64 {
+	return math.Min(stallsTotal, stallsL3Miss+stallsStoreBuf)
+}
+
+// SimpleFactors is KPart's proportional-reduction model (MODEL.md §4.1): with demands b_i
+// and limit B, no effect while Σb_i ≤ B; otherwise with b_max = max b_i, Q = Σb_i²/b_max,
+//
+//	x_m = (B + Q − Σb_i)/Q,  b_i' = b_i·(1 − (b_i/b_max)(1 − x_m)),  F_i = b_i/b_i'
+//
+// so that Σb_i' = B and heavier users lose a larger fraction. F_i = 1 for b_i = 0. When the
+// reduced bandwidth of an application would be ≤ 0 (demands so far above B that the
+// proportional rule breaks down) it returns an error.
+func SimpleFactors(dst, demands []float64, limit float64) ([]float64, error) {
+	dst = ones(dst, len(demands))
+	if noLimit(limit) {
+		return dst, nil
+	}
+	sum, sq, bmax := 0.0, 0.0, 0.0
+	for _, b := range demands {
+		sum += b
+		sq += b * b
+		bmax = math.Max(bmax, b)
+	}
+	if sum <= limit || bmax == 0 {
+		return dst, nil
+	}
+	q := sq / bmax
+	xm := (limit + q - sum) / q
+	for i, b := range demands {
+		if b == 0 {
+			continue
+		}
+		bs := b * (1 - (b/bmax)*(1-xm))
+		if bs <= 0 {
+			return nil, fmt.Errorf("simple bandwidth model: demand %.0f MB/s of %.0f total is beyond what the proportional rule can share out of %.0f MB/s; raise --max-bw", b, sum, limit)
+		}
+		dst[i] = b / bs
+	}
+	return dst, nil
+}
+
+// moradShare is the one positive root u of c·u² + c·(1−U)·u + (1−U) = 0 for c = 1 − 1/x
+// (MODEL.md §4.2), written with d = −c = 1/x − 1 > 0 and a = 1 − U in the cancellation-free
+// form u = 2a / (d·a + √(d²a² + 4da)).
+func moradShare(d, a float64) float64 {
+	if a <= 0 {
+		return 0
+	}
+	return 2 * a / (d*a + math.Sqrt(d*d*a*a+4*d*a))
+}
+
+// MoradFactors is Morad et al.'s shared-bus model (JPDC 2016; MODEL.md §4.2): with
+// x_i = b_i/B, find u_i > 0 and U = Σu_i ∈ (0, 1) with
+//
+//	c_i·u_i² + c_i·(1 − U)·u_i + (1 − U) = 0,   c_i = 1 − 1/x_i,
+//
+// and return F_i = x_i/u_i. It applies whether or not Σb_i exceeds B. For fixed U each
+// quadratic has exactly one positive root u_i(U) (c_i < 0), increasing in 1 − U, so
+// g(U) = Σu_i(U) − U is strictly decreasing from g(0) > 0 to g(1) = −1: the physical root
+// is unique and found here by bisection (PBBCache runs a Newton solver instead; see
+// OversubscribedWarning). F_i = 1 for b_i = 0 and for a single application. A demand b_i ≥ B is
+// outside the model: error.
+func MoradFactors(dst, demands []float64, limit float64) ([]float64, error) {
+	dst = ones(dst, len(demands))
+	if noLimit(limit) {
+		return dst, nil
+	}
+	var dbuf [32]float64
+	d := dbuf[:0]
+	if len(demands) > len(dbuf) {
+		d = make([]float64, 0, len(demands))
+	}
+	active := 0
+	for _, b := range demands {
+		x := b / limit
+		if x >= 1 {
+			return nil, fmt.Errorf("morad bandwidth model: a solo demand of %.0f MB/s is not below the limit %.0f MB/s; raise --max-bw", b, limit)
+		}
+		if x > 0 {
+			active++
+			d = append(d, 1/x-1)
+		} else {
+			d = append(d, math.Inf(1))
+		}
+	}
+	if active <= 1 {
+		return dst, nil
+	}
+	g := func(U float64) float64 {
+		s := -U
+		for _, di := range d {
+			if !math.IsInf(di, 1) {
+				s += moradShare(di, 1-U)
+			}
+		}
+		return s
+	}
+	lo, hi := 0.0, 1.0
+	for it := 0; it < 200 && hi-lo > 1e-15; it++ {
+		mid := (lo + hi) / 2
+		if g(mid) > 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	U := (lo + hi) / 2
+	for i, di := range d {
+		if math.IsInf(di, 1) {
+			continue
+		}
+		x := demands[i] / limit
+		dst[i] = x / moradShare(di, 1-U)
+	}
+	return dst, nil
+}
+
+// StallsFactor is the stall-weighted Morad factor (MODEL.md §4.3): only the memory-bound
+// stall cycles M are stretched by the Morad factor f, out of the total stalls T:
+//
+//	F = (T + M·(f − 1)) / T.
+//
+// F = 1 when T = 0.
+func StallsFactor(fMorad, stallsTotal, stallsMem float64) float64 {
+	if stallsTotal <= 0 {
+		return 1
+	}
+	return (stallsTotal + stallsMem*(fMorad-1)) / stallsTotal
+}
+
+// BandwidthFactors returns every application's bandwidth-contention factor F_i ≥ 1
+// (final slowdown = cache-only slowdown × F_i, MODEL.md §4) under model, from the solo
+// demands b_i (MB/s), total stall fractions T_i and memory-bound stall fractions M_i (see
+// MemStalls; used by the stalls model only, may be nil otherwise) and the machine limit B
+// (MB/s; ≤ 0 or +Inf means no limit, all factors 1).
+func BandwidthFactors(model BWModel, demands, stallsTotal, stallsMem []float64, limit float64) ([]float64, error) {
+	return bandwidthFactors(nil, model, demands, stallsTotal, stallsMem, limit)
+}
+
+func bandwidthFactors(dst []float64, model BWModel, demands, stallsTotal, stallsMem []float64, limit float64) ([]float64, error) {
+	switch model {
+	case None, "":
+		return ones(dst, len(demands)), nil
+	case Simple:
+		return SimpleFactors(dst, demands, limit)
+	case Morad:
+		return MoradFactors(dst, demands, limit)
+	case Stalls:
+		if len(stallsTotal) != len(demands) || len(stallsMem) != len(demands) {
+			return nil, fmt.Errorf("stalls bandwidth model: need total and memory stall fractions for each of the %d applications", len(demands))
+		}
+		f, err := MoradFactors(dst, demands, limit)
+		if err != nil {
+			return nil, err
+		}
+		for i := range f {
+			f[i] = StallsFactor(f[i], stallsTotal[i], stallsMem[i])
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("unknown bandwidth model %q", model)
+}
+
+func noLimit(limit float64) bool { return limit <= 0 || math.IsInf(limit, 1) || math.IsNaN(limit) }
+
+func ones(dst []float64, n int) []float64 {
+	if cap(dst) < n {
+		dst = make([]float64, n)
+	}
+	dst = dst[:n]
+	for i := range dst {
+		dst[i] = 1
+	}
+	return dst
+}
+
+// Cluster is a set of applications (indices into the workload) sharing Ways ways.
+type Cluster struct {
+	Apps []int
+	Ways int
+}
+
+// Options selects the bandwidth model and the machine's bandwidth limit.
+type Options struct {
+	BW    BWModel
+	MaxBW float64 // MB/s; ≤ 0 means unlimited (no bandwidth contention)
+}
+
+// App is the model's estimate for one application.
+type App struct {
+	Share         float64 // fractional ways it effectively holds in its cluster (f_i)
+	SlowdownCache float64 // cache-only slowdown S_i(f_i) (PBBCache "SlowdownNB")
+	BandwidthMBps float64 // solo bandwidth at f_i (its demand on the bus)
+	StallsTotal   float64 // total stall fraction at f_i
+	StallsMem     float64 // memory-bound stall fraction at f_i (MemStalls)
+	BWFactor      float64 // bandwidth-contention factor F_i
+	Slowdown      float64 // final slowdown S_i·F_i
+}
+
+// Result is the evaluation of one workload under one clustering.
+type Result struct {
+	Apps       []App
+	STP        float64
+	ANTT       float64
+	Unfairness float64
+	Jain       float64
+	// Warnings are non-fatal remarks, e.g. where PBBCache's Newton solver may land on a
+	// non-physical Morad root and report different numbers (OversubscribedWarning).
+	Warnings []string
+}
+
+// CacheApp is the cache-only part of the model for an application holding a fractional
+// share f of ways (MODEL.md §2, §3.2): its slowdown, solo bandwidth and stall fractions at f.
+func CacheApp(t *profile.Table, f float64) App {
+	st := t.At(profile.StallsTotal, f)
+	return App{
+		Share:         f,
+		SlowdownCache: t.At(profile.Slowdown, f),
+		BandwidthMBps: t.At(profile.BandwidthMBps, f),
+		StallsTotal:   st,
+		StallsMem:     MemStalls(st, t.At(profile.StallsL3Miss, f), t.At(profile.StallsStoreBuf, f)),
+	}
+}
+
+// Check validates a clustering of n applications on a W-way cache: every application in
+// exactly one cluster, every cluster with ≥ 1 application and ≥ 1 way, Σ ways ≤ W.
+func Check(n, W int, clusters []Cluster) error {
+	seen := make([]bool, n)
+	tot := 0
+	for ci, c := range clusters {
+		if len(c.Apps) == 0 {
+			return fmt.Errorf("cluster %d has no applications", ci+1)
+		}
+		if c.Ways < 1 {
+			return fmt.Errorf("cluster %d has %d ways, want ≥ 1", ci+1, c.Ways)
+		}
+		tot += c.Ways
+		for _, a := range c.Apps {
+			if a < 0 || a >= n {
+				return fmt.Errorf("cluster %d: application index %d out of range 0..%d", ci+1, a, n-1)
+			}
+			if seen[a] {
+				return fmt.Errorf("application %d is in two clusters", a+1)
+			}
+			seen[a] = true
+		}
+	}
+	for a, s := range seen {
+		if !s {
+			return fmt.Errorf("application %d is in no cluster", a+1)
+		}
+	}
+	if tot > W {
+		return fmt.Errorf("clusters use %d ways, the cache has %d", tot, W)
+	}
+	return nil
+}
+
+// Evaluate applies the whole model (MODEL.md §2–§5) to a workload (one table per
+// application, duplicates allowed) under a clustering: per cluster the Whirlpool split,
+// per application the interpolated cache-only slowdown, bandwidth and stalls, then the
+// bandwidth model over the whole workload, and STP, ANTT, unfairness and Jain of the final
+// slowdowns.
+func Evaluate(apps []*profile.Table, clusters []Cluster, opt Options) (*Result, error) {
+	if len(apps) == 0 {
+		return nil, fmt.Errorf("empty workload")
+	}
+	W := apps[0].Ways()
+	for _, t := range apps {
+		if t.Ways() != W {
+			return nil, fmt.Errorf("profiles of %s and %s have different way counts (%d, %d)", apps[0].Name, t.Name, W, t.Ways())
+		}
+	}
+	if err := Check(len(apps), W, clusters); err != nil {
+		return nil, err
+	}
+	res := &Result{Apps: make([]App, len(apps))}
+	for _, c := range clusters {
+		curves := make([][]float64, len(c.Apps))
+		for i, a := range c.Apps {
+			curves[i] = apps[a].Col(profile.LLCMPKC)
+		}
+		sh := Shares(make([]float64, len(c.Apps)), curves, c.Ways)
+		for i, a := range c.Apps {
+			res.Apps[a] = CacheApp(apps[a], sh[i])
+		}
+	}
+	if err := res.applyBW(opt); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// applyBW runs the bandwidth model on the cache-only estimates and fills the metrics.
+func (r *Result) applyBW(opt Options) error {
+	n := len(r.Apps)
+	b, st, sm := make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, a := range r.Apps {
+		b[i], st[i], sm[i] = a.BandwidthMBps, a.StallsTotal, a.StallsMem
+	}
+	f, err := BandwidthFactors(opt.BW, b, st, sm, opt.MaxBW)
+	if err != nil {
+		return err
+	}
+	if (opt.BW == Morad || opt.BW == Stalls) && !noLimit(opt.MaxBW) {
+		if w := OversubscribedWarning(b, opt.MaxBW); w != "" {
+			r.Warnings = append(r.Warnings, w)
+		}
+	}
+	s := make([]float64, n)
+	for i := range r.Apps {
+		r.Apps[i].BWFactor = f[i]
+		r.Apps[i].Slowdown = r.Apps[i].SlowdownCache * f[i]
+		s[i] = r.Apps[i].Slowdown
+	}
+	r.STP = metric.STP(s)
+	r.ANTT = metric.ANTT(s)
+	r.Unfairness = metric.Unfairness(s)
+	r.Jain = metric.Jain(s)
+	return nil
+}
+
+// Finish applies the bandwidth model to per-application cache-only estimates (from
+// CacheApp) and computes the metrics; the search uses it on candidates it built itself.
+func Finish(apps []App, opt Options) (*Result, error) {
+	r := &Result{Apps: apps}
+	return r, r.applyBW(opt)
+}
+
+// OversubscribedWarning returns a warning when the solo demands oversubscribe the bus
+// (Σb_i ≥ B) under a Morad-based model, and "" otherwise. PBBCache solves the Morad system
+// with a Newton-type solver (sympy nsolve) started at U = Σx_i, u_i = x_i; when Σx_i ≥ 1
+// that start lies outside the physical domain 0 < U < 1 and the solver can land on a
+// non-physical root, reporting final "slowdowns" below 1 (MODEL.md §4.2: 0.29 for soplex06
+// at B = 20,000 on the README workload). colo always uses the unique physical root
+// (MoradFactors), which equals PBBCache's wherever PBBCache's is physical; so it corrects
+// those cases, and says so with this warning.
+func OversubscribedWarning(demands []float64, limit float64) string {
+	sum := 0.0
+	for _, b := range demands {
+		sum += b
+	}
+	if noLimit(limit) || sum < limit {
+		return ""
+	}
+	return fmt.Sprintf("solo bandwidths sum to %.0f MB/s, at or above --max-bw %.0f: PBBCache's Newton solver may land on a non-physical Morad root here (slowdowns below 1); colo uses the physical root, so its numbers can differ from PBBCache's", sum, limit)
+}
