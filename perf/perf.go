@@ -89,6 +89,11 @@ type Counter struct {
 	total  []float64
 	buf    []byte
 	quiet  bool
+	// grouped: one group per CPU (software events); leaders[cpu index] is read.
+	grouped  bool
+	leaders  []int
+	groupFds [][]int
+	names    []string
 }
 
 // Sample is the scaled change of every event since the previous Sample.
@@ -197,7 +202,7 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 	if sw == nil {
 		sw = SoftwareEvents
 	}
-	if err := c.openSet(cgfd, sw); err == nil {
+	if err := c.openGroup(cgfd, sw); err == nil {
 		c.mode = ModeSoftware
 		c.reason = explain(hwErr)
 		c.warn(o.Logf, "perf: hardware counters unavailable ("+c.reason+"); counting software events only, IPC and IPCE are reported as unavailable")
@@ -242,6 +247,45 @@ func (c *Counter) openSet(cgfd int, evs []Event) error {
 	return nil
 }
 
+// openGroup opens evs as one event group per CPU (PERF_FORMAT_GROUP): one read(2)
+// returns every event of the CPU, which keeps the per-sample cost low. Groups are
+// scheduled onto the PMU together, so they are only used for software events, which
+// never multiplex; the shared enabled/running times still go through ScaleDelta.
+func (c *Counter) openGroup(cgfd int, evs []Event) error {
+	for _, cpu := range c.cpus {
+		leader := -1
+		var fds []int
+		for _, ev := range evs {
+			attr := unix.PerfEventAttr{
+				Type: ev.Type, Config: ev.Config, Size: uint32(unsafeSizeofAttr),
+				Read_format: unix.PERF_FORMAT_GROUP | unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING,
+			}
+			fd, err := c.sys.Open(&attr, cgfd, cpu, leader, unix.PERF_FLAG_PID_CGROUP|unix.PERF_FLAG_FD_CLOEXEC)
+			if err != nil {
+				for _, f := range fds {
+					c.sys.Close(f)
+				}
+				c.closeAll()
+				return fmt.Errorf("%s: cpu %d: %w", ev.Name, cpu, err)
+			}
+			if leader < 0 {
+				leader = fd
+			}
+			fds = append(fds, fd)
+		}
+		c.leaders = append(c.leaders, leader)
+		c.groupFds = append(c.groupFds, fds)
+	}
+	c.grouped = true
+	c.events = append([]Event(nil), evs...)
+	for range evs {
+		c.prev = append(c.prev, make([]reading, len(c.cpus)))
+		c.total = append(c.total, 0)
+	}
+	c.buf = make([]byte, 24+8*len(evs))
+	return nil
+}
+
 func (c *Counter) openOne(cgfd int, ev Event) error {
 	fds := make([]int, 0, len(c.cpus))
 	for _, cpu := range c.cpus {
@@ -273,7 +317,13 @@ func (c *Counter) closeAll() {
 			c.sys.Close(fd)
 		}
 	}
+	for _, fds := range c.groupFds {
+		for i := len(fds) - 1; i >= 0; i-- {
+			c.sys.Close(fds[i])
+		}
+	}
 	c.events, c.fds, c.prev, c.total = nil, nil, nil, nil
+	c.leaders, c.groupFds, c.grouped = nil, nil, false
 }
 
 // Mode reports which counters are open.
@@ -295,7 +345,13 @@ func (c *Counter) Events() []string {
 // Sample (the first Sample covers the time since Open), summed over CPUs. An event is
 // NaN when any CPU could not count it during the interval (ScaleDelta).
 func (c *Counter) Sample() (Sample, error) {
-	s := Sample{Mode: c.mode, Names: c.Events(), Values: make([]float64, len(c.events))}
+	if c.names == nil {
+		c.names = c.Events()
+	}
+	s := Sample{Mode: c.mode, Names: c.names, Values: make([]float64, len(c.events))}
+	if c.grouped {
+		return s, c.sampleGroups(s.Values)
+	}
 	for i, fds := range c.fds {
 		sum := 0.0
 		for j, fd := range fds {
@@ -323,6 +379,44 @@ func (c *Counter) Sample() (Sample, error) {
 		}
 	}
 	return s, nil
+}
+
+func (c *Counter) sampleGroups(vals []float64) error {
+	ne := len(c.events)
+	for j, fd := range c.leaders {
+		n, err := c.sys.Read(fd, c.buf)
+		if err != nil || n != len(c.buf) {
+			return fmt.Errorf("perf: read event group on cpu %d: %v (short read %d)", c.cpus[j], err, n)
+		}
+		if nr := binary.NativeEndian.Uint64(c.buf[0:]); nr != uint64(ne) {
+			return fmt.Errorf("perf: event group on cpu %d has %d events, want %d", c.cpus[j], nr, ne)
+		}
+		en, run := binary.NativeEndian.Uint64(c.buf[8:]), binary.NativeEndian.Uint64(c.buf[16:])
+		for i := 0; i < ne; i++ {
+			cur := reading{binary.NativeEndian.Uint64(c.buf[24+8*i:]), en, run}
+			p := c.prev[i][j]
+			c.prev[i][j] = cur
+			if math.IsNaN(vals[i]) {
+				continue
+			}
+			if cur.value < p.value || cur.enabled < p.enabled || cur.running < p.running {
+				vals[i] = math.NaN()
+				continue
+			}
+			d, ok := ScaleDelta(cur.value-p.value, cur.enabled-p.enabled, cur.running-p.running)
+			if !ok {
+				vals[i] = math.NaN()
+				continue
+			}
+			vals[i] += d
+		}
+	}
+	for i, v := range vals {
+		if !math.IsNaN(v) {
+			c.total[i] += v
+		}
+	}
+	return nil
 }
 
 // Totals returns the sum of all sampled (scaled) deltas per event.
