@@ -173,6 +173,33 @@ func (c Cgroup) Procs() ([]int, error) {
 	return nil, fmt.Errorf("read cgroup.procs: %w (the workload has exited or its cgroup was removed)", lastErr)
 }
 
+// Threads lists every thread ID in the cgroup (v1 "tasks", v2 "cgroup.threads"): what
+// resctrl's tasks file needs, since it assigns threads, not processes.
+func (c Cgroup) Threads() ([]int, error) {
+	var files []string
+	for _, k := range []string{"cpu", "cpuacct", "memory", "pids", "cpuset", "name=systemd"} {
+		if d, ok := c.Dirs[k]; ok {
+			files = append(files, filepath.Join(d, "tasks"))
+		}
+	}
+	if d, ok := c.Dirs[""]; ok {
+		files = append(files, filepath.Join(d, "cgroup.threads"))
+	}
+	if len(files) == 0 {
+		return nil, errors.New("cgroup has no directory: is the workload running?")
+	}
+	var lastErr error
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		return parsePIDs(b), nil
+	}
+	return nil, fmt.Errorf("read cgroup threads: %w (the workload has exited or its cgroup was removed)", lastErr)
+}
+
 func parsePIDs(b []byte) []int {
 	var out []int
 	for _, l := range strings.Fields(string(b)) {
