@@ -22,7 +22,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,6 +34,9 @@ import (
 	"colo/runtime/docker"
 	"colo/runtime/process"
 )
+
+// labelPlatform marks what this platform creates; reconcile removes only those.
+const labelPlatform = "colo.platform"
 
 // Options configure the platform.
 type Options struct {
@@ -59,6 +61,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// StopGrace is how long a stopped container may take to exit (default 2 s).
 	StopGrace time.Duration
+	// StartGrace is how long Start watches a new workload for an immediate exit
+	// (default 150 ms).
+	StartGrace time.Duration
 }
 
 // Defaults are the options `colo run` uses for platform: linux; commands set
@@ -91,6 +96,7 @@ type job struct {
 	exitReported bool
 	stats        rt.Stats
 	statsN       int
+	statsErr     string
 	lastCPU      time.Duration
 }
 
@@ -114,7 +120,6 @@ type Platform struct {
 	notes   []string
 	closed  bool
 	defMask map[int]uint64 // default-group masks the platform changed (original values)
-	freq    time.Duration
 }
 
 var _ bench.Platform = (*Platform)(nil)
@@ -146,6 +151,9 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	if o.StopGrace <= 0 {
 		o.StopGrace = 2 * time.Second
 	}
+	if o.StartGrace <= 0 {
+		o.StartGrace = 150 * time.Millisecond
+	}
 	if o.ResctrlRoot == "" {
 		o.ResctrlRoot = os.Getenv("COLO_RESCTRL_ROOT")
 	}
@@ -167,6 +175,7 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	case o.RDT != nil:
 		p.rdt = o.RDT
 	case o.ResctrlRoot == "none":
+		p.notef("resctrl: disabled; no cache/bandwidth allocation or monitoring")
 	default:
 		root := o.ResctrlRoot
 		explicit := root != ""
@@ -191,13 +200,13 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	// runtime
 	switch o.Runtime {
 	case "docker":
-		d, err := docker.New(p.ctx, docker.Options{Labels: map[string]string{rt.LabelRun: p.run}})
+		d, err := docker.New(p.ctx, docker.Options{Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux"}})
 		if err != nil {
 			return nil, err
 		}
 		p.dock, p.rtm = d, d
 	case "process":
-		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: map[string]string{rt.LabelRun: p.run}})
+		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux"}})
 		if err != nil {
 			return nil, err
 		}
@@ -229,15 +238,12 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	p.m = m
 	if bm != nil {
 		bm.Machine = m
-		p.freq = bm.Data.Frequency
 	}
 	if err := p.saveState(); err != nil {
 		p.teardown()
 		return nil, err
 	}
 	p.start = time.Now()
-	p.wg.Add(1)
-	go p.statsLoop()
 	ok = true
 	return p, nil
 }
@@ -311,7 +317,7 @@ func (p *Platform) saveState() error {
 // and restores system/default masks it had changed.
 func (p *Platform) reconcile() error {
 	var errs []error
-	ws, err := p.rtm.List(p.ctx, map[string]string{})
+	ws, err := p.rtm.List(p.ctx, map[string]string{labelPlatform: "linux"})
 	if err != nil {
 		return err
 	}
@@ -323,7 +329,7 @@ func (p *Platform) reconcile() error {
 		p.notef("removed %s left by an earlier colo run (%s, run %s)", w.Name, w.State, w.Labels[rt.LabelRun])
 	}
 	if p.dock != nil {
-		nets, err := p.dock.ListNetworks(p.ctx, nil)
+		nets, err := p.dock.ListNetworks(p.ctx, map[string]string{labelPlatform: "linux"})
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -485,7 +491,7 @@ func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
 	spec := rt.Spec{
 		Name:    fmt.Sprintf("colo-%s-j%d-%s", p.run, js.ID, sanitize(js.Name)),
 		Command: args, Env: js.Env, Cpuset: rt.FormatCPUList(cpus),
-		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name},
+		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name, labelPlatform: "linux"},
 	}
 	if a := sanitize(js.Name); a != "" {
 		spec.Aliases = []string{a}
@@ -510,12 +516,17 @@ func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
 		undo()
 		return fmt.Errorf("job %s: %w", js.Name, err)
 	}
+	// A workload that cannot start (wrong command, missing file) exits at once: wait a
+	// moment for that before counting on it.
+	wctx, wcancel := context.WithTimeout(p.ctx, p.o.StartGrace)
+	_, werr := p.rtm.Wait(wctx, rid)
+	wcancel()
 	info, err := p.rtm.Inspect(p.ctx, rid)
 	if err != nil {
 		undo()
 		return fmt.Errorf("job %s: %w", js.Name, err)
 	}
-	if info.State != rt.Running {
+	if werr == nil || info.State != rt.Running {
 		msg := p.output(rid)
 		undo()
 		return fmt.Errorf("job %s: its container exited at once (%s)%s; check the image and command %q", js.Name, info.Exit, msg, js.Command)
@@ -535,6 +546,10 @@ func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
 	p.syncTasks(j)
 	p.wg.Add(1)
 	go p.watch(j)
+	if js.Data.Docker {
+		p.wg.Add(1)
+		go p.statsLoop(j)
+	}
 	return nil
 }
 
@@ -875,13 +890,16 @@ func (p *Platform) read(j *job) (bench.Counters, error) {
 
 // ReadAllocation implements bench.Platform: the job's group and its schemata on the
 // job's socket, read back from resctrl.
+//
+// Without resctrl every job is in system/default by construction (SetAllocation refuses),
+// so the reading is the empty default group; New recorded once that RDT is unavailable.
 func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
-	if p.rdt == nil {
-		return bench.AllocationReading{}, p.noRDT()
-	}
 	j, err := p.get(id)
 	if err != nil {
 		return bench.AllocationReading{}, err
+	}
+	if p.rdt == nil {
+		return bench.AllocationReading{}, nil
 	}
 	mask, mba, err := p.rdt.ReadSchemata(j.ctrl, j.socket)
 	if err != nil {
@@ -919,49 +937,44 @@ func (p *Platform) DockerStats(id int) (rt.Stats, int, error) {
 	return j.stats, j.statsN, nil
 }
 
-// statsLoop polls runtime statistics for jobs whose data block selects docker. dockerd
-// 20.10 answers one-shot calls at its collector's 1 s tick, so all jobs are polled
-// concurrently and a round lasts up to a second whatever the sampling frequency.
-func (p *Platform) statsLoop() {
+// statsLoop polls the runtime statistics of one job (when its data block selects docker)
+// until the job stops. dockerd 20.10 answers a one-shot call at its collector's next 1 s
+// tick, so each job has its own loop and the effective rate is at most 1 Hz there.
+func (p *Platform) statsLoop(j *job) {
 	defer p.wg.Done()
-	freq := p.freq
+	freq := j.spec.Data.Frequency
 	if freq <= 0 {
 		freq = time.Second
 	}
 	for {
 		t0 := time.Now()
-		p.mu.Lock()
-		var js []*job
-		for _, j := range p.jobs {
-			if j.spec.Data.Docker {
-				js = append(js, j)
-			}
+		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		s, err := p.rtm.Stats(ctx, j.rid)
+		cancel()
+		j.mu.Lock()
+		stopping := j.stopping || j.exited
+		if err == nil {
+			j.stats, j.statsN = s, j.statsN+1
 		}
-		p.mu.Unlock()
-		sort.Slice(js, func(a, b int) bool { return js[a].spec.ID < js[b].spec.ID })
-		var wg sync.WaitGroup
-		for _, j := range js {
-			wg.Add(1)
-			go func(j *job) {
-				defer wg.Done()
-				ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
-				defer cancel()
-				s, err := p.rtm.Stats(ctx, j.rid)
-				if err != nil {
-					return
-				}
-				j.mu.Lock()
-				j.stats, j.statsN = s, j.statsN+1
-				j.mu.Unlock()
-			}(j)
+		first := err != nil && j.statsErr == ""
+		if err != nil {
+			j.statsErr = err.Error()
 		}
-		wg.Wait()
+		j.mu.Unlock()
+		if stopping {
+			return
+		}
+		if first && p.ctx.Err() == nil {
+			p.notef("job %s: runtime stats unavailable: %v (retrying)", j.spec.Name, err)
+		}
 		wait := freq - time.Since(t0)
 		if wait < time.Millisecond {
 			wait = time.Millisecond
 		}
 		select {
 		case <-p.ctx.Done():
+			return
+		case <-j.done:
 			return
 		case <-time.After(wait):
 		}
