@@ -17,10 +17,10 @@ import (
 
 func TestSplitCommand(t *testing.T) {
 	for in, want := range map[string]string{
-		`stress random --mb 64`:          "stress|random|--mb|64",
-		`  sh -c 'echo "a b"; exit 3' `:  `sh|-c|echo "a b"; exit 3`,
-		`say "it's" a\ b`:                `say|it's|a b`,
-		``:                               ``,
+		`stress random --mb 64`:         "stress|random|--mb|64",
+		`  sh -c 'echo "a b"; exit 3' `: `sh|-c|echo "a b"; exit 3`,
+		`say "it's" a\ b`:               `say|it's|a b`,
+		``:                              ``,
 	} {
 		got, err := SplitCommand(in)
 		if err != nil || strings.Join(got, "|") != want {
