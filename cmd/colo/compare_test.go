@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"math/bits"
 	"path/filepath"
 	"strings"
@@ -174,6 +176,25 @@ func TestLFOCPlusThroughRunLoop(t *testing.T) {
 			rows["shared"].Unfairness, rows["lfoc+"].Unfairness, rows["shared"].STP, rows["lfoc+"].STP)
 		if !(rows["lfoc+"].Unfairness < rows["shared"].Unfairness) {
 			t.Errorf("%s: lfoc+ unfairness %.3f not below shared %.3f", f, rows["lfoc+"].Unfairness, rows["shared"].Unfairness)
+		}
+	}
+}
+
+func TestCompareBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		f    compareFlags
+		frag string
+	}{
+		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: "dcat,fastest", format: "table"}, `unknown scheduler "fastest"`},
+		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: "dcat", format: "xml"}, `--format "xml"`},
+		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: " , ", format: "table"}, "at least one"},
+		{"../../examples/dcat/nope.yaml", compareFlags{schedulers: "dcat", format: "table"}, "nope.yaml"},
+	} {
+		err := runCompare(io.Discard, tc.file, tc.f)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.frag) {
+			t.Errorf("%+v: %v, want a bad-input error mentioning %q", tc.f, err, tc.frag)
 		}
 	}
 }
