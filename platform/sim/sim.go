@@ -61,12 +61,25 @@ type job struct {
 }
 
 // closGroup is one resctrl control group (one CLOSID). Masks are per L3 domain and a
-// task is governed by the domain of the CPU it runs on, so one group serves one job per
-// socket (as the thesis's RDT classes hold a Socket0 and a Socket1 allocation): with
-// 8 CLOSIDs (the MBA limit of the 4314) that is 7 exclusive jobs per socket, not 7 in all.
+// task obeys the domain of the CPU it runs on, so a group's socket-0 and socket-1 masks
+// can serve different jobs (as the thesis's RDT classes hold a Socket0 and a Socket1
+// allocation), and jobs of one socket asking for the same mask and MBA share it (a
+// cluster, as LFOC+ forms). With the 4314's 8 CLOSIDs (the MBA limit) that leaves 7
+// distinct allocations per socket rather than 7 jobs in all.
 type closGroup struct {
-	path  string
-	slots []int // per socket: the job using this group's mask there, -1 = none
+	path    string
+	members []map[int]bool // per socket: the jobs using this group's mask there
+	mask    []uint64       // per socket, valid while members is not empty
+	mba     []int
+}
+
+func (g *closGroup) empty() bool {
+	for _, m := range g.members {
+		if len(m) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // New builds a simulated testbed for machine m.
@@ -157,9 +170,10 @@ func (p *Platform) Move(id int, cpus []int) error {
 	return p.mirror()
 }
 
-// SetAllocation implements bench.Platform: the job's socket domain of a control group
-// gets `mask` and `mba` (a group shared with at most one job per socket, see closGroup);
-// mask 0 puts the job's task back into system/default.
+// SetAllocation implements bench.Platform: the job joins a control group whose mask
+// and MBA on its socket are `mask` and `mba` — one it has alone is rewritten in place,
+// one with the same values is shared, else a group with that socket free is used or a
+// new one made (see closGroup); mask 0 puts the job's task back into system/default.
 func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 	jb, ok := p.jobs[id]
 	if !ok {
@@ -174,44 +188,74 @@ func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 		}
 		return p.mirror()
 	}
-	g, create := jb.group, false
-	if g == nil {
-		for _, c := range p.groups {
-			if c.slots[socket] < 0 {
-				g = c
-				break
-			}
+	if p.m.MBA != nil && mba <= 0 {
+		mba = p.m.MBA.Max
+	}
+	if g := jb.group; g != nil {
+		if g.mask[socket] == mask && g.mba[socket] == mba {
+			return nil
 		}
-		if g == nil {
-			g = &closGroup{path: fmt.Sprintf("%sclos-%d", groupPrefix, p.nextG), slots: make([]int, p.m.Sockets)}
-			for i := range g.slots {
-				g.slots[i] = -1
+		if len(g.members[socket]) == 1 { // alone on this socket: rewrite in place
+			if err := p.rc.SetSchemata(g.path, p.schemata(socket, mask, mba)); err != nil {
+				return err
 			}
-			create = true
+			g.mask[socket], g.mba[socket] = mask, mba
+			return p.mirror()
+		}
+		if err := p.release(jb); err != nil {
+			return err
 		}
 	}
+	var g, free *closGroup
+	for _, c := range p.groups {
+		if len(c.members[socket]) > 0 && c.mask[socket] == mask && c.mba[socket] == mba {
+			g = c
+			break
+		}
+		if free == nil && len(c.members[socket]) == 0 {
+			free = c
+		}
+	}
+	var ch resctrl.Change
+	switch {
+	case g != nil:
+		ch = resctrl.Change{Group: g.path, Tasks: []int{jb.pid}}
+	case free != nil:
+		g = free
+		ch = resctrl.Change{Group: g.path, Schemata: p.schemata(socket, mask, mba), Tasks: []int{jb.pid}}
+	default:
+		n := p.m.Sockets
+		g = &closGroup{path: fmt.Sprintf("%sclos-%d", groupPrefix, p.nextG), members: make([]map[int]bool, n),
+			mask: make([]uint64, n), mba: make([]int, n)}
+		for i := range g.members {
+			g.members[i] = map[int]bool{}
+		}
+		ch = resctrl.Change{Group: g.path, Create: true, Schemata: p.schemata(socket, mask, mba), Tasks: []int{jb.pid}}
+	}
+	if err := p.rc.Apply(ch); err != nil {
+		return err
+	}
+	if ch.Create {
+		p.groups = append(p.groups, g)
+		p.nextG++
+	}
+	g.members[socket][id] = true
+	g.mask[socket], g.mba[socket], jb.group = mask, mba, g
+	return p.mirror()
+}
+
+// schemata is the partial schemata line setting one socket's L3 domain (and MB domain).
+func (p *Platform) schemata(socket int, mask uint64, mba int) resctrl.Schemata {
 	dom := socket * p.m.LLC.DomainsPerSocket
 	var s resctrl.Schemata
 	s = s.Set("L3", dom, mask)
 	if p.m.MBA != nil {
-		b := uint64(p.m.MBA.Max)
-		if mba > 0 {
-			b = uint64(mba)
-		}
-		s = s.Set("MB", dom, b)
+		s = s.Set("MB", dom, uint64(mba))
 	}
-	if err := p.rc.Apply(resctrl.Change{Group: g.path, Create: create, Schemata: s, Tasks: []int{jb.pid}}); err != nil {
-		return err
-	}
-	if create {
-		p.groups = append(p.groups, g)
-		p.nextG++
-	}
-	g.slots[socket], jb.group = id, g
-	return p.mirror()
+	return s
 }
 
-// release returns a job's task to system/default and frees its slot; the slot's domain
+// release returns a job's task to system/default; a socket slot nobody uses any more
 // goes back to the full mask and no throttle, and an empty group is removed.
 func (p *Platform) release(jb *job) error {
 	g := jb.group
@@ -221,12 +265,9 @@ func (p *Platform) release(jb *job) error {
 	if err := p.rc.AddTasks("", jb.pid); err != nil {
 		return err
 	}
-	g.slots[jb.socket], jb.group = -1, nil
-	empty := true
-	for _, j := range g.slots {
-		empty = empty && j < 0
-	}
-	if empty {
+	delete(g.members[jb.socket], jb.id)
+	jb.group = nil
+	if g.empty() {
 		for i, c := range p.groups {
 			if c == g {
 				p.groups = append(p.groups[:i], p.groups[i+1:]...)
@@ -235,13 +276,14 @@ func (p *Platform) release(jb *job) error {
 		}
 		return p.rc.RemoveGroup(g.path)
 	}
-	dom := jb.socket * p.m.LLC.DomainsPerSocket
-	var s resctrl.Schemata
-	s = s.Set("L3", dom, p.m.FullMask())
-	if p.m.MBA != nil {
-		s = s.Set("MB", dom, uint64(p.m.MBA.Max))
+	if len(g.members[jb.socket]) > 0 {
+		return nil
 	}
-	return p.rc.SetSchemata(g.path, s)
+	mba := 0
+	if p.m.MBA != nil {
+		mba = p.m.MBA.Max
+	}
+	return p.rc.SetSchemata(g.path, p.schemata(jb.socket, p.m.FullMask(), mba))
 }
 
 // SetDefaultMask implements bench.Platform.

@@ -99,6 +99,40 @@ func TestAllocationsGoThroughResctrl(t *testing.T) {
 	if a, _ := p.ReadAllocation(0); a.Group != "" || a.Mask != 0 {
 		t.Fatalf("released job reads %+v", a)
 	}
+	// two more jobs on socket 0 asking for one mask and MBA share one group (a cluster)
+	for _, i := range []int{20, 21} {
+		if err := p.Start(bench.JobSpec{ID: i, Workload: "neighbor:6MB:1g", Cores: 1}, []int{i - 10}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.SetAllocation(i, 0, 0x600, 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a20, _ := p.ReadAllocation(20)
+	a21, _ := p.ReadAllocation(21)
+	if a20.Group != a21.Group || a20.Mask != 0x600 || len(p.groups) != 6 {
+		t.Fatalf("cluster: %+v %+v, %d groups", a20, a21, len(p.groups))
+	}
+	// one of them changes: it leaves the shared group, the other keeps its mask
+	if err := p.SetAllocation(21, 0, 0x400, 20); err != nil {
+		t.Fatal(err)
+	}
+	a20, _ = p.ReadAllocation(20)
+	a21, _ = p.ReadAllocation(21)
+	if a20.Group == a21.Group || a20.Mask != 0x600 || a21.Mask != 0x400 {
+		t.Fatalf("after the change: %+v %+v", a20, a21)
+	}
+	// no CLOSID left for a seventh distinct allocation: a clean error, the job stays in
+	// system/default
+	if err := p.Start(bench.JobSpec{ID: 22, Workload: "neighbor:6MB:1g", Cores: 1}, []int{13}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetAllocation(22, 0, 0x100, 20); err == nil || !strings.Contains(err.Error(), "CLOSID") {
+		t.Fatalf("8th CLOSID: %v", err)
+	}
+	if a, _ := p.ReadAllocation(22); a.Group != "" {
+		t.Fatalf("job 22 reads %+v after a failed allocation", a)
+	}
 	if err := p.Advance(time.Second); err != nil {
 		t.Fatal(err)
 	}
