@@ -408,6 +408,7 @@ func (p *Platform) Advance(t time.Duration) error {
 		jb.c.StallsL3Miss += float64(c.StallsL3Miss)
 		jb.c.LLCReferences += float64(c.LLCReferences)
 		jb.c.LLCMisses += float64(c.LLCMisses)
+		jb.c.L1References += float64(c.L1References)
 		jb.c.LLCOccupancy = float64(c.OccupancyBytes())
 		jb.c.MBMTotalBytes += float64(c.MemBytesTotal)
 		jb.c.MBMLocalBytes += float64(c.MemBytesLocal)
