@@ -1,5 +1,8 @@
 package main
 
 // The platforms colo run can use; each registers itself with package bench
-// (bench.RegisterPlatform). The linux platform adds its import here.
-import _ "colo/platform/sim"
+// (bench.RegisterPlatform).
+import (
+	_ "colo/platform/linux"
+	_ "colo/platform/sim"
+)
