@@ -694,6 +694,13 @@ var confCases = []confCase{
 			h.t.Fatalf("rmdir nope: %v", err)
 		}
 	}},
+	{name: "write-too-long", rule: "kernfs takes one write of at most PAGE_SIZE (E2BIG beyond)", run: func(h *env) {
+		h.mkdir("g")
+		long := cacheName(h.p) + ":0=1" + strings.Repeat(";0=1", 1200) + "\n"
+		if err := h.fs.WriteFile("g/schemata", []byte(long)); !errors.Is(err, syscall.E2BIG) {
+			h.t.Fatalf("%d-byte write: %v, want E2BIG", len(long), err)
+		}
+	}},
 	{name: "read-only-files", rule: "info files are read-only (EACCES on write)", run: func(h *env) {
 		if err := h.fs.WriteFile("info/"+cacheName(h.p)+"/cbm_mask", []byte("1\n")); !errors.Is(err, syscall.EACCES) {
 			h.t.Fatalf("got %v", err)
