@@ -685,6 +685,10 @@ var confCases = []confCase{
 		h.mkdirFail("info", syscall.EEXIST, "")
 		h.mkdirFail("info/x", syscall.EPERM, "")
 		h.mkdirFail("g/x", syscall.EPERM, "")
+		if h.p.Mon != nil {
+			h.mkdirFail("mon_groups/mon_groups", syscall.EPERM, "")
+			h.mkdirFail("g/mon_groups/mon_groups", syscall.EPERM, "")
+		}
 	}},
 	{name: "rmdir-errors", rule: "info is not removable; missing groups ENOENT", run: func(h *env) {
 		if err := h.fs.Rmdir("info"); !errors.Is(err, syscall.EPERM) {

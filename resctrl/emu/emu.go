@@ -333,6 +333,9 @@ func (e *Emulator) Mkdir(path string) error {
 	if strings.Contains(name, "\n") {
 		return syscall.EINVAL
 	}
+	if len(c) > 1 && name == "mon_groups" {
+		return syscall.EPERM // is_mon_groups: a MON group may not be called mon_groups
+	}
 	switch {
 	case len(c) == 1:
 		return e.mkdirCtrl(name)
