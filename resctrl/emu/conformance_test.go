@@ -527,8 +527,11 @@ var confCases = []confCase{
 				h.t.Fatalf("after partial write:\n%s", h.read("g/schemata"))
 			}
 		}
-		if hasMB(h.p) {
-			h.ok("g/schemata", fmt.Sprintf("MB:%d=%d\n", lastDom(h.p), h.p.MB.Max))
+		if hasMB(h.p) && h.p.MB.Domains > 1 {
+			h.ok("g/schemata", fmt.Sprintf("MB:%d=%d\n", lastDom(h.p), h.p.MB.Min))
+			if h.value("g", "MB", lastDom(h.p)) != fmt.Sprint(h.p.MB.Min) {
+				h.t.Fatalf("MB write not applied:\n%s", h.read("g/schemata"))
+			}
 			if h.value("g", "MB", 0) != mbBefore || h.value("g", r, 0) != before {
 				h.t.Fatalf("MB write changed other values:\n%s", h.read("g/schemata"))
 			}
@@ -787,6 +790,9 @@ var confCases = []confCase{
 		h.rmdir("a/mon_groups/m")
 		if got := h.tasks("a/tasks"); got != "100" {
 			h.t.Fatalf("a tasks %q", got)
+		}
+		if c, m := h.e.TaskGroup(100); c != "a" || m != "" {
+			h.t.Fatalf("task 100 in %q/%q, want a CTRL_MON a with no MON group", c, m)
 		}
 		h.mkdir("a/mon_groups/m2")
 		if got := h.tasks("a/mon_groups/m2/tasks"); got != "" {
