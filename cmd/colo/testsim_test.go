@@ -141,6 +141,7 @@ func (t *testsim) Advance(to time.Duration) error {
 			c.StallsL3Miss += float64(k.StallsL3Miss)
 			c.LLCReferences += float64(k.LLCReferences)
 			c.LLCMisses += float64(k.LLCMisses)
+			c.L1References += float64(k.L1References)
 			c.LLCOccupancy = float64(k.OccupancyBytes())
 			c.MBMTotalBytes += float64(k.MemBytesTotal)
 			c.MBMLocalBytes += float64(k.MemBytesLocal)
