@@ -44,7 +44,7 @@ func loadOn(t *testing.T, file, platform string) *bench.Benchmark {
 // Fig. 15 through the run loop: under dcat, MLOAD-60MB ends Streaming at one way and MLR-8MB
 // above its baseline; the masks the run loop applied never overlap.
 func TestDcatThroughRunLoop(t *testing.T) {
-	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "testsim")
+	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "sim")
 	rec := &bench.Memory{}
 	if _, err := runWith(bm, "dcat", rec); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestDcatThroughRunLoop(t *testing.T) {
 // and STP; VP takes no action because MLR and MLOAD start together, so no hurt relative to
 // an earlier reference is ever observed (act only on observed hurt).
 func TestCompareFig15(t *testing.T) {
-	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "testsim")
+	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "sim")
 	memo := map[string]float64{}
 	rows := map[string]compareRow{}
 	for _, n := range []string{"shared", "static-cat", "dcat", "vp"} {
@@ -107,7 +107,7 @@ func TestCompareFig15(t *testing.T) {
 // The VP example through the run loop: the victim runs alone first, so the aggressor's
 // arrival is observed hurt; vp acts and the victim ends less slowed than under shared.
 func TestCompareVPExample(t *testing.T) {
-	bm := loadOn(t, "../../examples/vp/victim-aggressor-hog.yaml", "testsim")
+	bm := loadOn(t, "../../examples/vp/victim-aggressor-hog.yaml", "sim")
 	memo := map[string]float64{}
 	rec := &bench.Memory{}
 	if _, err := runWith(bm, "vp", rec); err != nil {
