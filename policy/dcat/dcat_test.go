@@ -565,3 +565,23 @@ func TestScopedOptions(t *testing.T) {
 		t.Fatalf("vp scope %v", v)
 	}
 }
+
+// Sparse masks (AMD): the Fig. 15 timeline with non-contiguous masks never moves a way.
+func TestSparseNeverMoves(t *testing.T) {
+	opt := DefaultOptions(20)
+	opt.Sparse = true
+	r := newRig(t, opt)
+	for _, id := range []string{"lb1", "lb2", "lb3", "lb4", "lb5"} {
+		r.add(id, 2, app{idleSpin: true, ipc: constant(1)})
+	}
+	r.add("mlr", 3, mlr(8, 2.25, 0.45))
+	r.add("mload", 3, mload())
+	for i := 0; i < 12; i++ {
+		if d := r.period(); d.MovedWays != 0 {
+			t.Fatalf("period %d moved %d ways with sparse masks", i, d.MovedWays)
+		}
+	}
+	if r.ways["mlr"] != 8 || r.ways["mload"] != 1 {
+		t.Fatalf("mlr %d mload %d, want 8 and 1 as with contiguous masks", r.ways["mlr"], r.ways["mload"])
+	}
+}

@@ -390,3 +390,43 @@ func TestClassifyDataset(t *testing.T) {
 		t.Errorf("%d apps, the data set has 55", len(set.Names()))
 	}
 }
+
+// Core move: on a machine with SMT, an aggressor on the victim's sibling thread moves to a
+// free core of the same LLC domain whose physical core the victim does not use.
+func TestCoreMoveOffSiblings(t *testing.T) {
+	base, _ := machine.Get("icx-4314-2s")
+	m := *base
+	m.ThreadsPerCore = 2 // logical CPUs 0..63; c and c+32 are siblings
+	c, err := New(&m, DefaultOptions(&m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Add("v", 1, []int{0, 1}))
+	must(c.Add("a", 1, []int{32, 2}))
+	must(c.Add("o", 1, []int{3}))
+	cfg, ok := c.apply(CoreMove, c.ws["a"], c.ws["v"])
+	if !ok {
+		t.Fatal("core move not applicable to an aggressor on the victim's sibling")
+	}
+	for _, k := range cfg.Cores {
+		if k%32 == 0 || k%32 == 1 || k == 3 || m.DomainOfCore(k%32) != 0 {
+			t.Fatalf("moved to %v: a sibling of the victim, a busy core or another domain", cfg.Cores)
+		}
+	}
+	if cfg.Cores[0] != 2 && cfg.Cores[1] != 2 {
+		t.Fatalf("the core that was not a sibling should stay: %v", cfg.Cores)
+	}
+	// Without SMT the rung does not apply.
+	c2, _ := New(base, DefaultOptions(base))
+	must(c2.Add("v", 1, []int{0}))
+	must(c2.Add("a", 1, []int{1}))
+	if _, ok := c2.apply(CoreMove, c2.ws["a"], c2.ws["v"]); ok {
+		t.Fatal("core move applied without SMT siblings")
+	}
+}
