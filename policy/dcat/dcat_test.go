@@ -585,3 +585,29 @@ func TestSparseNeverMoves(t *testing.T) {
 		t.Fatalf("mlr %d mload %d, want 8 and 1 as with contiguous masks", r.ways["mlr"], r.ways["mload"])
 	}
 }
+
+// Rates use the time the samples cover: a workload making 5M LLC references/s, seen through
+// one 100 ms sample per 1 s period, is not taken for idle (0.5M refs per period).
+func TestSampleIntervalRates(t *testing.T) {
+	for _, withInterval := range []bool{false, true} {
+		c, _ := New(DefaultOptions(20))
+		_ = c.Add("w", 3)
+		_, _, _ = c.Step(0, nil)
+		a := app{ipc: constant(1), miss: constant(0.2), loadsPI: 0.3, refsPI: 0.0025}
+		var d Decision
+		for i := 1; i <= 2; i++ {
+			s := a.sample("w", 3, 0.1) // 100 ms of counters
+			if withInterval {
+				s.Interval = 100 * time.Millisecond
+			}
+			d, _, _ = c.Step(time.Duration(i)*time.Second, []Sample{s})
+		}
+		st, _ := c.State("w")
+		if withInterval && (st == Donor || d.Ways("w") < 3) {
+			t.Fatalf("with the interval given, 5M refs/s is not idle: %v, %d ways", st, d.Ways("w"))
+		}
+		if !withInterval && st != Donor {
+			t.Fatalf("without the interval the rate is 0.5M refs/s, below llc_ref_rate: expected Donor, got %v", st)
+		}
+	}
+}

@@ -310,7 +310,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			loads = l.LLCReferences // a platform without a load counter
 		}
 		samples[sock] = append(samples[sock], Sample{ID: s.names[r.ID], Instructions: l.Instructions,
-			Cycles: l.Cycles, Loads: loads, LLCRefs: l.LLCReferences, LLCMisses: l.LLCMisses})
+			Cycles: l.Cycles, Loads: loads, LLCRefs: l.LLCReferences, LLCMisses: l.LLCMisses, Interval: l.Interval})
 	}
 	for sock, c := range s.ctl {
 		dec, ok, err := c.Step(obs.Now, samples[sock])

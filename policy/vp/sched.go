@@ -184,7 +184,8 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		s.lastSeen[r.ID] = r.Last
 		l := r.Last
 		samples = append(samples, Sample{ID: id, Instructions: l.Instructions, Cycles: l.Cycles,
-			L2Misses: l.LLCReferences, LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds()})
+			L2Misses: l.LLCReferences, LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds(),
+			Interval: l.Interval})
 	}
 	dec, ok, err := s.c.Step(obs.Now, samples)
 	if err != nil {

@@ -181,6 +181,9 @@ type Sample struct {
 	L2Misses     float64 // or LLC references where no L2-miss counter exists
 	LLCMisses    float64
 	MemBytes     float64 // memory traffic (MBM total bytes)
+	// Interval is the time the counts cover; 0 means "since the previous period" (see
+	// dcat.Sample.Interval).
+	Interval time.Duration
 }
 
 // Config is a workload's placement and limits.
@@ -411,7 +414,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		if _, ok := c.ws[s.ID]; !ok {
 			return Decision{}, false, fmt.Errorf("vp: sample for unknown workload %q", s.ID)
 		}
-		if s.Instructions < 0 || s.Cycles < 0 || s.L2Misses < 0 || s.LLCMisses < 0 || s.MemBytes < 0 ||
+		if s.Instructions < 0 || s.Cycles < 0 || s.L2Misses < 0 || s.LLCMisses < 0 || s.MemBytes < 0 || s.Interval < 0 ||
 			math.IsNaN(s.Instructions+s.Cycles+s.L2Misses+s.LLCMisses+s.MemBytes) {
 			return Decision{}, false, fmt.Errorf("vp: sample for %q has a negative or NaN counter: %+v", s.ID, s)
 		}
@@ -430,6 +433,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		a.L2Misses += s.L2Misses
 		a.LLCMisses += s.LLCMisses
 		a.MemBytes += s.MemBytes
+		a.Interval += s.Interval
 	}
 	if now-c.last < c.opt.Period {
 		if c.changed {
@@ -455,6 +459,9 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 func (c *Controller) observe(w *workload, now time.Duration) {
 	s := w.acc
 	dt := (now - w.since).Seconds()
+	if s.Interval > 0 {
+		dt = s.Interval.Seconds()
+	}
 	w.acc = Sample{ID: w.cfg.ID}
 	w.since = now
 	if s.Instructions <= 0 || s.Cycles <= 0 || dt <= 0 {
