@@ -27,7 +27,7 @@
 //     light application that misses more than 10 LLCMPKC in the 1-way streaming partition it
 //     was put in); only a condition that appears later re-samples. Level triggers re-sample
 //     such an application forever.
-//   - An application that leaves its class mid-sampling (it finished) is dropped; masks are
+//   - An application removed while it is being sampled leaves sampling mode at once; masks are
 //     laid out with dcat.Layout (contiguous, fewest moved ways), the clusters keyed by their
 //     first application so that a cluster keeps its place when its membership is stable.
 package lfocplus
