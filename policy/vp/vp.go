@@ -312,6 +312,8 @@ type Controller struct {
 	pend    *pending
 	changed bool
 	history []Action
+	// exhausted holds victims whose ladder ran out, until they are no longer hurt.
+	exhausted map[string]bool
 }
 
 // New validates the options against the machine.
@@ -322,7 +324,7 @@ func New(m *machine.Profile, opt Options) (*Controller, error) {
 	if err := opt.Validate(m); err != nil {
 		return nil, err
 	}
-	return &Controller{m: m, opt: opt, ws: map[string]*workload{}}, nil
+	return &Controller{m: m, opt: opt, ws: map[string]*workload{}, exhausted: map[string]bool{}}, nil
 }
 
 // History returns every action taken so far, in order (undone ones marked Reverted).
@@ -562,6 +564,11 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			c.history = append(c.history, undo)
 		}
 	}
+	for id := range c.exhausted {
+		if w, ok := c.ws[id]; !ok || !w.hurtState {
+			delete(c.exhausted, id)
+		}
+	}
 	// Episode: continue while its victim is hurt; otherwise close it and look for a new one.
 	if c.ep != nil {
 		v, ok := c.ws[c.ep.victim]
@@ -580,7 +587,7 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 		for _, id := range c.ids {
 			w := c.ws[id]
 			hk, hurt := c.hurtKind(w)
-			if !hurt {
+			if !hurt || c.exhausted[id] {
 				continue
 			}
 			dg := w.cfg.Weight * (1 - 1/w.slowdown())
@@ -595,6 +602,10 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 	}
 	act, ok := c.choose(c.ep)
 	if !ok {
+		// Nothing left on the ladder for this victim: give up on it until its hurt clears,
+		// so that other victims are served.
+		c.exhausted[c.ep.victim] = true
+		c.ep = nil
 		return
 	}
 	act.At = now

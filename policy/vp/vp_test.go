@@ -430,3 +430,28 @@ func TestCoreMoveOffSiblings(t *testing.T) {
 		t.Fatal("core move applied without SMT siblings")
 	}
 }
+
+// A victim whose ladder runs out is given up on (so that it does not block other victims'
+// episodes) until its hurt clears: here every rung is skipped.
+func TestExhaustedLadderDoesNotBlock(t *testing.T) {
+	r := newVRig(t, func(o *Options) { o.Skip = []Kind{CATConfine, CPUQuota, CoreMove, SocketMove, MBAStep} })
+	r.add("V", []int{0}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, memSens: 0.6, on: true})
+	r.add("X", []int{1}, &papp{ipc0: 0.5, l2mpki: 40, mf0: 0.95, streaming: true, bwGBs: 40})
+	r.init()
+	for i := 0; i < 3; i++ {
+		r.period()
+	}
+	r.p.apps["X"].on = true
+	for i := 0; i < 3; i++ {
+		r.period()
+	}
+	if !r.c.exhausted["V"] || r.c.ep != nil {
+		t.Fatalf("with no rung left, V's episode should be given up: exhausted %v, episode %+v", r.c.exhausted, r.c.ep)
+	}
+	// V's hurt clears (the aggressor stops): V can be served again later.
+	r.p.apps["X"].on = false
+	r.period()
+	if r.c.exhausted["V"] {
+		t.Fatal("V still marked exhausted after its hurt cleared")
+	}
+}
