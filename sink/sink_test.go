@@ -250,3 +250,27 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// Block (replaying a finished run): a slow database makes the producer wait instead of
+// spooling, and every point arrives.
+func TestBlockKeepsPace(t *testing.T) {
+	srv := &v2Server{t: t}
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond)
+		srv.ServeHTTP(w, r)
+	})
+	ts := httptest.NewServer(slow)
+	defer ts.Close()
+	s, err := New(Config{Host: ts.URL, Org: "colo-org", Database: "colo", Token: "s3cret", BatchSize: 20, BufferLines: 40, Block: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, j, xs := testSamples(500)
+	for _, x := range xs {
+		s.Sample(src, j, x)
+	}
+	st, err := s.Close(context.Background())
+	if err != nil || st.Delivered != 500 || st.Undelivered != 0 || len(srv.lines) != 500 {
+		t.Fatalf("stats %+v, %v, server got %d", st, err, len(srv.lines))
+	}
+}
