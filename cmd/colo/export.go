@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"colo/sink"
 	"colo/store"
