@@ -44,11 +44,10 @@ type row struct {
 	fields []string
 }
 
-// readTable reads a whitespace-separated file. A first line whose first field is not a
-// number (and, with keyed rows, whose field count is one short of the rows') is a header;
-// the thesis's archives have some files with a header and some without. Blank lines are
+// readTable reads a whitespace-separated file. A first line without any number is a header
+// (the thesis's archives have some files with a header and some without). Blank lines are
 // skipped; every other line must have the same number of fields, or the file is rejected.
-func readTable(r io.Reader, file string, keyed bool) (*table, error) {
+func readTable(r io.Reader, file string) (*table, error) {
 	t := &table{file: file}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
@@ -63,20 +62,13 @@ func readTable(r io.Reader, file string, keyed bool) (*table, error) {
 		}
 		if first {
 			first = false
-			_, numErr := strconv.ParseFloat(f[0], 64)
-			isHeader := numErr != nil
-			if keyed {
-				// Keyed rows start with a name, so a header is recognised by its second
-				// field not being a number ("name1 name2 expected1 ...") or by an
-				// all-names line with a leading space (" avg rand stream").
-				isHeader = false
-				if len(f) >= 2 {
-					if _, err := strconv.ParseFloat(f[1], 64); err != nil {
-						isHeader = true
-					}
-				}
-				if len(f) == 1 {
-					isHeader = true
+			// A header is a line without any number: "footprint_mb perf", " avg rand
+			// stream", "name1 name2 expected1 …". Data rows always hold numbers.
+			isHeader := true
+			for _, x := range f {
+				if _, err := strconv.ParseFloat(x, 64); err == nil {
+					isHeader = false
+					break
 				}
 			}
 			if isHeader {
@@ -141,7 +133,7 @@ func (t *table) num(r row, i int, what string) (float64, error) {
 // Every data row becomes a point or an error naming file and line: no point is dropped.
 // Dials must be ≥ 0 and distinct; performance values must be > 0.
 func ParseCurve(r io.Reader, file, name, column string) (Curve, error) {
-	t, err := readTable(r, file, false)
+	t, err := readTable(r, file)
 	if err != nil {
 		return Curve{}, err
 	}
@@ -332,7 +324,7 @@ func LoadDir(fsys fs.FS, dir, source string) (*Dataset, error) {
 }
 
 func parseContention(r io.Reader, file string) ([]Measurement, error) {
-	t, err := readTable(r, file, true)
+	t, err := readTable(r, file)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +356,7 @@ func parseContention(r io.Reader, file string) ([]Measurement, error) {
 }
 
 func parseScores(r io.Reader, file string) (map[string]float64, error) {
-	t, err := readTable(r, file, true)
+	t, err := readTable(r, file)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +378,7 @@ func parseScores(r io.Reader, file string) (map[string]float64, error) {
 }
 
 func parseValidated(r io.Reader, file string) ([]Validated, error) {
-	t, err := readTable(r, file, true)
+	t, err := readTable(r, file)
 	if err != nil {
 		return nil, err
 	}
@@ -421,6 +413,39 @@ func parseValidated(r io.Reader, file string) ([]Validated, error) {
 			return nil, fmt.Errorf("%s:%d: %s paired with itself", file, r.line, v.Name1)
 		}
 		out = append(out, v)
+	}
+	return out, nil
+}
+
+// ParseReporterTable reads a reporter table (reporter_sensitivity.csv or
+// contentiousness.csv shape: " avg f1 f2 …" header, then "key avg f1 f2 …") back into rows.
+func ParseReporterTable(r io.Reader, file string) ([]ReporterRow, error) {
+	t, err := readTable(r, file)
+	if err != nil {
+		return nil, err
+	}
+	if t.header == nil {
+		return nil, fmt.Errorf("%s:1: want a header \" avg …\"", file)
+	}
+	ac, err := t.col("avg", 1)
+	if err != nil {
+		return nil, err
+	}
+	var out []ReporterRow
+	for _, r := range t.rows {
+		row := ReporterRow{Key: r.fields[0], Functions: map[string]float64{}}
+		for i := 1; i < len(r.fields); i++ {
+			v, err := t.num(r, i, t.header[i])
+			if err != nil {
+				return nil, err
+			}
+			if i == ac {
+				row.Avg = v
+			} else {
+				row.Functions[t.header[i]] = v
+			}
+		}
+		out = append(out, row)
 	}
 	return out, nil
 }

@@ -238,13 +238,19 @@ type Score struct {
 // 0 below F(0), the largest dial above F(I_max).
 func ScoreOf(rep Curve, competitor string, latency float64, m Method) Score {
 	s := Score{Competitor: competitor, Latency: latency}
-	// Crossings: how many curve segments contain the latency. More than one means the
-	// reporter curve is not monotone there and the score is ambiguous.
+	// Crossings: where the curve reaches the latency (strictly inside a segment, or exactly
+	// at a point). More than one means the reporter curve is not monotone there and the
+	// score is ambiguous.
 	var cross []string
-	for i := 1; i < len(rep.Perf); i++ {
-		lo, hi := math.Min(rep.Perf[i-1], rep.Perf[i]), math.Max(rep.Perf[i-1], rep.Perf[i])
-		if latency >= lo && latency <= hi {
-			cross = append(cross, fmt.Sprintf("%v–%v", rep.Dials[i-1], rep.Dials[i]))
+	for i := range rep.Perf {
+		if rep.Perf[i] == latency {
+			cross = append(cross, fmt.Sprint(rep.Dials[i]))
+		}
+		if i > 0 {
+			lo, hi := math.Min(rep.Perf[i-1], rep.Perf[i]), math.Max(rep.Perf[i-1], rep.Perf[i])
+			if latency > lo && latency < hi {
+				cross = append(cross, fmt.Sprintf("%v–%v", rep.Dials[i-1], rep.Dials[i]))
+			}
 		}
 	}
 	switch m {
@@ -257,7 +263,7 @@ func ScoreOf(rep Curve, competitor string, latency float64, m Method) Score {
 		}
 		s.MB = rep.Dials[best]
 		if len(cross) > 1 {
-			s.Note = fmt.Sprintf("reporter curve reaches %.6g in %d segments (%s MB): took the nearest point over all dials, %v MB", latency, len(cross), strings.Join(cross, ", "), s.MB)
+			s.Note = fmt.Sprintf("reporter curve reaches %.6g at %d places (%s MB): took the nearest point over all dials, %v MB", latency, len(cross), strings.Join(cross, ", "), s.MB)
 		}
 	default:
 		f := Isotonic(rep.Perf)
@@ -275,7 +281,7 @@ func ScoreOf(rep Curve, competitor string, latency float64, m Method) Score {
 			}
 			s.MB = rep.Dials[k-1] + (latency-f[k-1])/(f[k]-f[k-1])*(rep.Dials[k]-rep.Dials[k-1])
 			if len(cross) > 1 {
-				s.Note = fmt.Sprintf("reporter curve reaches %.6g in %d segments (%s MB): inverted its isotonic fit, %.4g MB", latency, len(cross), strings.Join(cross, ", "), s.MB)
+				s.Note = fmt.Sprintf("reporter curve reaches %.6g at %d places (%s MB): inverted its isotonic fit, %.4g MB", latency, len(cross), strings.Join(cross, ", "), s.MB)
 			}
 		}
 	}
@@ -314,32 +320,86 @@ func Predict(a Curve, scoreMB float64, m Method) (float64, error) {
 }
 
 // Matrix predicts every application against every competitor: out[i][j] = P̂(apps[i] |
-// comps[j]) for the competitors' scores. The work per pair is one lookup (nearest) or one
-// interpolation.
+// comps[j]) for the competitors' scores, exactly as Predict would. Scores are grouped by
+// distinct dial, and interpolation weights are computed once per dial grid, so the work per
+// pair is one table read (1000 × 1000 pairs take milliseconds).
 func Matrix(curves map[string]Curve, apps []string, scores []Score, m Method) ([][]float64, error) {
+	if _, err := ParseMethod(string(m)); err != nil {
+		return nil, err
+	}
+	var uniq []float64
+	pos := map[float64]int{}
+	sidx := make([]int, len(scores))
+	for j, s := range scores {
+		u, ok := pos[s.MB]
+		if !ok {
+			u = len(uniq)
+			pos[s.MB] = u
+			uniq = append(uniq, s.MB)
+		}
+		sidx[j] = u
+	}
+	type seg struct {
+		exact, lo int // exact ≥ 0: the dial is a grid point
+		w         float64
+	}
+	var segGrid []float64
+	var segs []seg
+	segments := func(dials []float64) []seg {
+		if segGrid != nil && len(segGrid) == len(dials) && &segGrid[0] == &dials[0] {
+			return segs
+		}
+		segGrid, segs = dials, make([]seg, len(uniq))
+		n := len(dials)
+		for u, x := range uniq {
+			switch {
+			case x <= dials[0]:
+				segs[u] = seg{exact: 0}
+			case x >= dials[n-1]:
+				segs[u] = seg{exact: n - 1}
+			default:
+				i := sort.SearchFloat64s(dials, x)
+				if dials[i] == x {
+					segs[u] = seg{exact: i}
+				} else {
+					segs[u] = seg{exact: -1, lo: i - 1, w: (x - dials[i-1]) / (dials[i] - dials[i-1])}
+				}
+			}
+		}
+		return segs
+	}
+	flat := make([]float64, len(apps)*len(scores))
 	out := make([][]float64, len(apps))
+	vals := make([]float64, len(uniq))
 	for i, a := range apps {
 		c, ok := curves[a]
 		if !ok {
 			return nil, fmt.Errorf("application %q has no sensitivity curve (%s)", a, CurveFileName(a))
 		}
+		perf := c.Perf
 		if m == MethodMonotone {
-			c = Curve{Name: c.Name, File: c.File, Dials: c.Dials, Perf: Isotonic(c.Perf)}
-			m2 := MethodLinear
-			row := make([]float64, len(scores))
-			for j, s := range scores {
-				row[j], _ = Predict(c, s.MB, m2)
-			}
-			out[i] = row
-			continue
+			perf = Isotonic(perf)
 		}
-		row := make([]float64, len(scores))
-		for j, s := range scores {
-			p, err := Predict(c, s.MB, m)
-			if err != nil {
-				return nil, err
+		if m == MethodNearest {
+			for u, x := range uniq {
+				k := c.index(x)
+				if k < 0 {
+					return nil, fmt.Errorf("%s: no point at %v MB for a nearest-neighbour lookup; profile that dial or use --method linear", fileOr(c), x)
+				}
+				vals[u] = NormalisedPerf(perf[0], perf[k])
 			}
-			row[j] = p
+		} else {
+			for u, sg := range segments(c.Dials) {
+				if sg.exact >= 0 {
+					vals[u] = NormalisedPerf(perf[0], perf[sg.exact])
+				} else {
+					vals[u] = NormalisedPerf(perf[0], perf[sg.lo]+sg.w*(perf[sg.lo+1]-perf[sg.lo]))
+				}
+			}
+		}
+		row := flat[i*len(scores) : (i+1)*len(scores)]
+		for j := range row {
+			row[j] = vals[sidx[j]]
 		}
 		out[i] = row
 	}

@@ -169,6 +169,15 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		}
 	}
 
+	// optional eager defragmentation (Config.Defragment)
+	if d.cfg.Defragment {
+		for s := 0; s < d.acct.Sockets(); s++ {
+			if free := d.acct.FreeMask(s); free != 0 && LargestRun(free, d.acct.TotalWays()) < Ways(free) {
+				d.consolidate(s, &out, logf)
+			}
+		}
+	}
+
 	probesActive := false
 	for _, j := range d.sorted() {
 		if j.state == probing {
@@ -185,15 +194,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		bw, bm := d.bufferSize()
 		now, after := d.acct.Fit(j.socket, bw, bm)
 		if !now && after {
-			moves := d.acct.Consolidate(j.socket)
-			for _, mv := range moves {
-				var id int
-				fmt.Sscanf(mv.Name, "job-%d", &id)
-				g, _ := d.acct.Group(mv.Name)
-				out.Allocate = append(out.Allocate, Allocation{Job: id, Socket: mv.Socket, Mask: mv.To, MBA: g.MBA, Reason: "consolidate"})
-				out.ConsolidatedWays += mv.LostWays
-				logf("consolidate socket %d: job %d %#x -> %#x (loses %d ways of cached lines)", mv.Socket, id, mv.From, mv.To, mv.LostWays)
-			}
+			d.consolidate(j.socket, &out, logf)
 			now, _ = d.acct.Fit(j.socket, bw, bm)
 		}
 		if !now {
@@ -259,6 +260,18 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		}
 	}
 	return out
+}
+
+// consolidate repacks socket s and emits the moved groups' new masks.
+func (d *Dynamic) consolidate(s int, out *Decisions, logf func(string, ...any)) {
+	for _, mv := range d.acct.Consolidate(s) {
+		var id int
+		fmt.Sscanf(mv.Name, "job-%d", &id)
+		g, _ := d.acct.Group(mv.Name)
+		out.Allocate = append(out.Allocate, Allocation{Job: id, Socket: mv.Socket, Mask: mv.To, MBA: g.MBA, Reason: "consolidate"})
+		out.ConsolidatedWays += mv.LostWays
+		logf("consolidate socket %d: job %d %#x -> %#x (loses %d ways of cached lines)", mv.Socket, id, mv.From, mv.To, mv.LostWays)
+	}
 }
 
 // sorted lists the jobs by ID so that float sums and ties are deterministic.

@@ -224,3 +224,25 @@ func TestRegistry(t *testing.T) {
 		t.Error("unknown option accepted")
 	}
 }
+
+func TestDynamicDefragmentAfterRelease(t *testing.T) {
+	m := icx(t)
+	for _, defrag := range []bool{false, true} {
+		cfg := dynCfg()
+		cfg.Defragment = defrag
+		d, _ := NewDynamic(Env{Machine: m, Config: cfg})
+		d.acct.Allocate("job-1", 0, 2, 10) // 0x003
+		d.acct.Allocate("job-2", 0, 2, 10) // 0x00c
+		d.jobs[1] = &djob{Job: Job{ID: 1, Priority: true}, socket: 0, state: allocated}
+		d.jobs[2] = &djob{Job: Job{ID: 2, Priority: true}, socket: 0, state: allocated}
+		out := d.Tick(&Observation{Now: time.Second, FreeCPUs: freeAll(m), Finished: []int{1},
+			Running: []Running{running(Job{ID: 2, Priority: true}, 0, 0, nil)}})
+		moved := len(out.Allocate) == 1 && out.Allocate[0].Job == 2 && out.Allocate[0].Mask == 0x003
+		if moved != defrag {
+			t.Fatalf("defragment=%v: %+v", defrag, out.Allocate)
+		}
+		if defrag && (d.acct.FreeMask(0) != 0x7fc || out.ConsolidatedWays != 2) {
+			t.Fatalf("free %#x, lost %d", d.acct.FreeMask(0), out.ConsolidatedWays)
+		}
+	}
+}

@@ -174,6 +174,10 @@ type Config struct {
 	RebalanceThreshold float64 // summed StallsL3Miss% difference that triggers a move
 	RebalanceMinGain   float64 // minimal improvement of that difference per move
 	Probe              probe.Config
+	// Defragment consolidates a socket as soon as its free ways are not one contiguous
+	// run (after a release), instead of only when a request does not fit; system/default
+	// can then use every free way, at the cost of the moved groups' cached lines.
+	Defragment bool
 	// Options holds implementation-specific keys (scheduler.options in YAML); a factory
 	// must reject keys it does not know.
 	Options map[string]any

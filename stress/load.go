@@ -81,6 +81,8 @@ type Config struct {
 	LLCBytes int64
 	// Seed perturbs the LFSR seeds (0 keeps the Bubble-Up seed 0xACE1 for worker 0).
 	Seed uint32
+	// CPUs, if set, pins every worker thread to these CPUs (Linux).
+	CPUs []int
 }
 
 // worker does bounded chunks of work on memory it owns.
@@ -95,6 +97,7 @@ type Load struct {
 	Unit    string
 	Touched int64 // bytes the workers index, summed (the dial's meaning)
 	workers []worker
+	cpus    []int
 }
 
 // Workers returns the number of worker threads.
@@ -130,7 +133,12 @@ func New(cfg Config) (*Load, error) {
 		mb = float64(cfg.LLCBytes) / MB
 	}
 	bytes := int64(mb * MB)
-	l := &Load{Kind: cfg.Kind, Unit: info.unit}
+	for _, c := range cfg.CPUs {
+		if c < 0 || c >= 1024 {
+			return nil, fmt.Errorf("cpu %d out of range 0-1023", c)
+		}
+	}
+	l := &Load{Kind: cfg.Kind, Unit: info.unit, cpus: cfg.CPUs}
 	seed := func(i int) uint32 {
 		s := uint32(lfsrSeed) + cfg.Seed*0x9E3779B9 + uint32(i)*0x6D2B79F5
 		if s == 0 {

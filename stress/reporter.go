@@ -103,29 +103,46 @@ func reporterFuncs(typ string, bytes int64) ([]reporterFunc, int64, error) {
 	return nil, 0, fmt.Errorf("unknown reporter type %q: use one of streaming, random, alternating, hybrid", typ)
 }
 
-// MeasureReporter runs the reporter: Warmup untimed iterations per function, then Reps
-// rounds in which every function runs one timed iteration, in a seeded random order. It
-// returns the per-function medians and the score. now is the clock (time.Now for real runs).
-func MeasureReporter(ctx context.Context, cfg ReporterConfig, now func() time.Time) (ReporterResult, error) {
+// Reporter is an allocated, pre-faulted reporter that can be measured many times: keeping
+// one instance for a whole profiling session keeps its memory (and its physical placement)
+// the same across dial points and competitors.
+type Reporter struct {
+	cfg     ReporterConfig
+	fns     []reporterFunc
+	touched int64
+	rng     *rand.Rand
+}
+
+// NewReporter validates cfg (filling defaults: 128 MB, 100 reps, 2 warm-up iterations) and
+// allocates the reporter's memory.
+func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.MB == 0 {
 		cfg.MB = 128
 	}
 	if cfg.MB < 0 {
-		return ReporterResult{}, fmt.Errorf("reporter --mb %g must be > 0", cfg.MB)
+		return nil, fmt.Errorf("reporter --mb %g must be > 0", cfg.MB)
 	}
 	if cfg.Reps == 0 {
 		cfg.Reps = 100
 	}
 	if cfg.Reps < 0 || cfg.Warmup < 0 {
-		return ReporterResult{}, fmt.Errorf("reporter --reps %d and --warmup %d must be ≥ 0", cfg.Reps, cfg.Warmup)
+		return nil, fmt.Errorf("reporter --reps %d and --warmup %d must be ≥ 0", cfg.Reps, cfg.Warmup)
 	}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = 2
 	}
 	fns, touched, err := reporterFuncs(cfg.Type, int64(cfg.MB*MB))
 	if err != nil {
-		return ReporterResult{}, err
+		return nil, err
 	}
+	return &Reporter{cfg: cfg, fns: fns, touched: touched, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}, nil
+}
+
+// Measure runs Warmup untimed iterations per function, then Reps rounds in which every
+// function runs one timed iteration, in a seeded random order, and returns the
+// per-function medians and the score. now is the clock (time.Now for real runs).
+func (rp *Reporter) Measure(ctx context.Context, now func() time.Time) (ReporterResult, error) {
+	cfg, fns := rp.cfg, rp.fns
 	for _, f := range fns {
 		for i := 0; i < cfg.Warmup; i++ {
 			f.iter()
@@ -135,7 +152,6 @@ func MeasureReporter(ctx context.Context, cfg ReporterConfig, now func() time.Ti
 	for i := range times {
 		times[i] = make([]float64, 0, cfg.Reps)
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
 	order := make([]int, len(fns))
 	for r := 0; r < cfg.Reps; r++ {
 		if err := ctx.Err(); err != nil {
@@ -144,14 +160,14 @@ func MeasureReporter(ctx context.Context, cfg ReporterConfig, now func() time.Ti
 		for i := range order {
 			order[i] = i
 		}
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		rp.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, i := range order {
 			t0 := now()
 			fns[i].iter()
 			times[i] = append(times[i], float64(now().Sub(t0).Nanoseconds()))
 		}
 	}
-	res := ReporterResult{Type: cfg.Type, MB: float64(touched) / MB, Reps: cfg.Reps, Medians: map[string]float64{}}
+	res := ReporterResult{Type: cfg.Type, MB: float64(rp.touched) / MB, Reps: cfg.Reps, Medians: map[string]float64{}}
 	meds := make([]float64, len(fns))
 	for i, f := range fns {
 		meds[i] = metric.Percentile(times[i], 50)
@@ -159,6 +175,15 @@ func MeasureReporter(ctx context.Context, cfg ReporterConfig, now func() time.Ti
 	}
 	res.Score = ReporterScore(meds)
 	return res, nil
+}
+
+// MeasureReporter allocates a reporter and measures it once (see Reporter.Measure).
+func MeasureReporter(ctx context.Context, cfg ReporterConfig, now func() time.Time) (ReporterResult, error) {
+	rp, err := NewReporter(cfg)
+	if err != nil {
+		return ReporterResult{}, err
+	}
+	return rp.Measure(ctx, now)
 }
 
 // ReporterScore is the reporter's score: the arithmetic mean of its functions' median

@@ -20,6 +20,11 @@ type Report struct {
 	Work    float64 `json:"work"`      // total work done so far, in Unit
 	Unit    string  `json:"unit"`
 	Rate    float64 `json:"rate"` // Unit per second over the window
+	// CPU is the process's CPU seconds since the load started and CPURate the work per CPU
+	// second (final reports only): unlike Rate it does not drop when other processes
+	// time-share the CPU, but it does when memory stalls the load.
+	CPU     float64 `json:"cpu_s,omitempty"`
+	CPURate float64 `json:"cpu_rate,omitempty"`
 }
 
 type counter struct {
@@ -34,13 +39,18 @@ func Run(ctx context.Context, l *Load, interval time.Duration, now func() time.T
 	counters := make([]counter, len(l.workers))
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	start := now()
+	start, cpu0 := now(), ProcessCPUSeconds()
 	for i, w := range l.workers {
 		wg.Add(1)
 		go func(w worker, c *counter) {
 			defer wg.Done()
 			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
+			if len(l.cpus) > 0 {
+				// Pinned: stay locked so the thread (and its affinity) dies with the goroutine.
+				_ = PinThread(l.cpus) // validated in New
+			} else {
+				defer runtime.UnlockOSThread()
+			}
 			for !stop.Load() {
 				c.n.Add(w.step())
 			}
@@ -82,5 +92,10 @@ loop:
 	}
 	stop.Store(true)
 	wg.Wait()
-	return rep(true, now(), total(), 0, start)
+	r := rep(true, now(), total(), 0, start)
+	if cpu := ProcessCPUSeconds() - cpu0; cpu > 0 {
+		r.CPU = cpu
+		r.CPURate = r.Work / cpu
+	}
+	return r
 }

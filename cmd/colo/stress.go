@@ -18,12 +18,13 @@ import (
 
 func init() {
 	var (
-		cfg      stress.Config
-		rcfg     stress.ReporterConfig
-		duration time.Duration
-		interval time.Duration
-		asJSON   bool
-		useSNG   bool
+		cfg       stress.Config
+		rcfg      stress.ReporterConfig
+		duration  time.Duration
+		interval  time.Duration
+		asJSON    bool
+		useSNG    bool
+		wallClock bool
 	)
 	var kindLines []string
 	for _, k := range stress.Kinds() {
@@ -59,7 +60,16 @@ installed; the throughput is stress-ng's bogo-ops rate).`,
 			defer cancel()
 			out := cmd.OutOrStdout()
 			if kind == "reporter" {
-				res, err := stress.MeasureReporter(ctx, rcfg, time.Now)
+				clock := stress.ThreadCPUClock()
+				if wallClock {
+					clock = time.Now
+				}
+				var res stress.ReporterResult
+				err := stress.OnThread(cfg.CPUs, func() error {
+					var err error
+					res, err = stress.MeasureReporter(ctx, rcfg, clock)
+					return err
+				})
 				if err != nil {
 					if ctx.Err() != nil {
 						return fmt.Errorf("reporter interrupted: %w", err)
@@ -110,6 +120,7 @@ installed; the throughput is stress-ng's bogo-ops rate).`,
 	f.StringVar(&rcfg.Type, "type", stress.ReporterAlternating, "reporter: streaming, random, alternating (thesis Type 3) or hybrid")
 	f.IntVar(&rcfg.Reps, "reps", 100, "reporter: timed iterations per function")
 	f.IntVar(&rcfg.Warmup, "warmup", 2, "reporter: untimed iterations per function first")
+	f.BoolVar(&wallClock, "wall-clock", false, "reporter: time iterations by the wall clock instead of the thread's CPU time")
 	c.PreRunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 1 && args[0] == "reporter" {
 			rcfg.MB = cfg.MB
