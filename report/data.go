@@ -192,8 +192,14 @@ func (d *runData) load(st *store.Store) error {
 	if d.tMax <= 0 {
 		d.tMax = 1
 	}
-	d.bucket = d.tMax / maxBuckets
-	d.nBuckets = maxBuckets + 1
+	// Buckets: at most maxBuckets over the run, and never shorter than the sampling period
+	// (shorter buckets would leave most of them empty and average different jobs in each).
+	iv, err := st.TypicalInterval(id)
+	if err != nil {
+		return err
+	}
+	d.bucket = math.Max(d.tMax/maxBuckets, iv.Seconds())
+	d.nBuckets = int(d.tMax/d.bucket) + 2
 	// One pass over the samples: bucket means per job and raw IPCE for time-weighted means.
 	raw := map[int][]metric.Sample{}
 	err = st.EachSampleLight(id, func(s store.Sample) error {

@@ -396,7 +396,7 @@ func (p *page) seriesChart(r *runData, m int) {
 					ys = append(ys, gsum[g][b]/float64(gcnt[g][b]))
 				}
 			}
-			fmt.Fprintf(&sb, `<path class="series mean %s" d="%s"><title>mean over %s jobs</title></path>`, name, f.path(xs, ys), map[string]string{"batch": "batch", "prio": "priority"}[name])
+			fmt.Fprintf(&sb, `<path class="series mean %s" d="%s"><title>mean over %s jobs</title></path>`, name, f.joined(xs, ys), map[string]string{"batch": "batch", "prio": "priority"}[name])
 		}
 		legend = append(legend, `<span class="key prio" style="--c:var(--prio)">priority jobs</span>`,
 			`<span class="key" style="--c:var(--batch)">batch jobs</span>`,
@@ -549,9 +549,10 @@ func (p *page) lanes(r *runData) {
 		y := f.y.at(float64(probeLane[pr.Socket]) + 0.85)
 		x0, x1 := f.x.at(pr.Start.Seconds()), f.x.at(pr.End.Seconds())
 		cls := "probe"
-		if pr.Result == "best" {
-			cls = "probe best"
-		} else if pr.Result == "failed" || pr.Result == "break" {
+		switch pr.Result {
+		case "best", "break":
+			cls = "probe best" // the chosen combination, or the last one of the sweep
+		case "failed":
 			cls = "probe failed"
 		}
 		fmt.Fprintf(&sb, `<rect class="%s" data-job="%d" x="%s" y="%s" width="%s" height="%s"><title>probe job %d (%s): %d ways %#x, MBA %s %%, IPCE %s %%, %s</title></rect>`,
@@ -569,7 +570,7 @@ func (p *page) lanes(r *runData) {
 			e.Job, f1(x), f1(x), f1(y), f1(y+laneH*0.7), color(kinds[e.Kind]), fmtTime(e.T.Seconds(), true), esc(e.Kind), esc(who), esc(e.Text))
 		n++
 	}
-	p.chart("lanes", fmt.Sprintf(`Probe segments (green: chosen combination, red: failed) and scheduler decisions. %d probe segments, %d decisions; hover for details.`, len(r.probes), len(r.events)), h,
+	p.chart("lanes", fmt.Sprintf(`Probe segments (purple: measured, green: chosen or last of the sweep, red: failed) and scheduler decisions. %d probe segments, %d decisions; hover for details.`, len(r.probes), len(r.events)), h,
 		fmt.Sprintf(`<g data-points="%d">%s</g>`, n, sb.String()))
 }
 

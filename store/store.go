@@ -913,3 +913,34 @@ func (s *Store) EachSampleLight(id int64, fn func(Sample) error) error {
 	}
 	return rows.Err()
 }
+
+// TypicalInterval is the most common sampling interval among the first 10 000 samples of
+// run id (0 when there are none): the collector's period, which probe-time sampling
+// (faster, for one job) does not change.
+func (s *Store) TypicalInterval(id int64) (time.Duration, error) {
+	if s.db == nil {
+		return 0, nil
+	}
+	rows, err := s.db.Query("SELECT interval_ns FROM samples WHERE run_id=? ORDER BY rowid LIMIT 10000", id)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	count := map[int64]int{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return 0, err
+		}
+		if v > 0 {
+			count[v]++
+		}
+	}
+	var best int64
+	for v, c := range count {
+		if c > count[best] || c == count[best] && v > best {
+			best = v
+		}
+	}
+	return time.Duration(best), rows.Err()
+}
