@@ -485,9 +485,18 @@ func (p *page) allocationPanel(r *runData) {
 			}
 		}
 		legend := ""
-		if len(names) <= 16 {
+		onSocket := map[string]bool{}
+		for _, q := range periods {
+			if q.socket == s {
+				onSocket[q.clos] = true
+			}
+		}
+		if len(onSocket) <= 16 {
 			var keys []string
 			for _, c := range names {
+				if !onSocket[c] {
+					continue
+				}
 				col := color(classes[c])
 				if c == "system/default" {
 					col = "var(--default)"
