@@ -352,7 +352,7 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 		Instructions: c.Instructions - j.last.Instructions, Cycles: c.Cycles - j.last.Cycles,
 		StallsTotal: c.StallsTotal - j.last.StallsTotal, StallsL3Miss: c.StallsL3Miss - j.last.StallsL3Miss,
 		LLCReferences: c.LLCReferences - j.last.LLCReferences, LLCMisses: c.LLCMisses - j.last.LLCMisses,
-		LLCOccupancy: c.LLCOccupancy}
+		L1References: c.L1References - j.last.L1References, LLCOccupancy: c.LLCOccupancy}
 	memTotal := c.MBMTotalBytes - j.last.MBMTotalBytes
 	d.MemBandwidthMBps = memTotal / 1e6 / d.Interval.Seconds()
 	ipce := d.IPCE()

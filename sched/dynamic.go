@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"colo/probe"
 )
 
 func init() {
@@ -153,6 +155,13 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 			out.Allocate = append(out.Allocate, Allocation{Job: j.ID, Socket: g.Socket, Reason: "probe-only"})
 			logf("job %d: probe result %d ways/%d%% (allocate: false)", j.ID, pr.Ways, pr.MBA)
 		default:
+			if d.cfg.Probe.Greedy && len(pr.Segments) > 0 {
+				// greedy: the passing combination that fits best what the socket has
+				// free (its buffer included), judged with the accountant's view
+				i := probe.ChooseGreedy(pr.Segments, pr.Target, d.acct.FreeWays(g.Socket)+Ways(g.Mask), d.acct.FreeMBA(g.Socket)+g.MBA)
+				pr.Combo, pr.IPCE = pr.Segments[i].Combo, pr.Segments[i].IPCE
+				pr.Met = pr.IPCE >= pr.Target
+			}
 			ways := min(pr.Ways+d.cfg.Probe.BufferWays, Ways(g.Mask))
 			mba := min(pr.MBA+d.cfg.Probe.BufferMem, g.MBA)
 			ng, err := d.acct.Shrink(groupName(j.ID), ways, mba)

@@ -246,3 +246,33 @@ func TestDynamicDefragmentAfterRelease(t *testing.T) {
 		}
 	}
 }
+
+func TestDynamicGreedyUsesTheAccountant(t *testing.T) {
+	m := icx(t)
+	cfg := dynCfg()
+	cfg.Probe.Greedy = true
+	d, _ := NewDynamic(Env{Machine: m, Config: cfg})
+	p := Job{ID: 1, Cores: 1, Priority: true, IPCETarget: 0.9}
+	out := d.Tick(&Observation{Now: 0, FreeCPUs: freeAll(m), Queue: []Job{p}})
+	s := out.Place[0].Socket
+	// the socket's bandwidth is nearly all committed: 60 % held by another group
+	d.acct.Allocate("job-99", s, 1, 60)
+	d.jobs[99] = &djob{Job: Job{ID: 99, Priority: true}, socket: s, state: allocated}
+	run := []Running{running(p, s, 0, nil), running(Job{ID: 99, Priority: true}, s, 0, nil)}
+	out = d.Tick(&Observation{Now: 3 * time.Second, FreeCPUs: freeAll(m), Running: run})
+	if len(out.Probe) != 1 {
+		t.Fatalf("%+v", out)
+	}
+	segs := []probe.Segment{
+		{Combo: probe.Combo{Ways: 2, MBA: 20}, IPCE: 0.91},
+		{Combo: probe.Combo{Ways: 3, MBA: 10}, IPCE: 0.92},
+		{Combo: probe.Combo{Ways: 4, MBA: 10}, IPCE: 0.93},
+	}
+	res := probe.Result{Combo: probe.Combo{Ways: 2, MBA: 20}, IPCE: 0.91, Met: true, Target: 0.9, Segments: segs}
+	out = d.Tick(&Observation{Now: 16 * time.Second, FreeCPUs: freeAll(m), Running: run,
+		ProbeResults: []ProbeResult{{Job: 1, Result: res}}})
+	// free: 10 ways, 30 % MBA (buffer included): 2/10+20/30 = 0.87 > 3/10+10/30 = 0.63
+	if len(out.Allocate) != 1 || Ways(out.Allocate[0].Mask) != 3 || out.Allocate[0].MBA != 10 {
+		t.Fatalf("greedy picked %+v", out.Allocate)
+	}
+}

@@ -45,6 +45,7 @@ type Sample struct {
 	StallsL3Miss  float64
 	LLCReferences float64
 	LLCMisses     float64
+	L1References  float64 // retired loads (dCat's l1_ref, seed003.md)
 	// LLCOccupancy is resctrl llc_occupancy in bytes at the end of the interval.
 	LLCOccupancy float64
 	// MemBandwidthMBps is the mbm_total_bytes rate over the interval (10^6 B/s).
