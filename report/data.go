@@ -265,7 +265,25 @@ type classPeriod struct {
 }
 
 // periods replays the allocation changes into constant (class, mask) periods per socket.
+// A class whose member jobs have all stopped ends at the last stop even when the run
+// recorded no removal for it (its ways are free from then on).
 func (d *runData) periods() []classPeriod {
+	clamp := func(p *classPeriod) {
+		if len(p.members) == 0 {
+			return
+		}
+		last := math.Inf(-1)
+		for _, m := range p.members {
+			j, ok := d.job[m]
+			if !ok || j.Stop == store.Unset {
+				return
+			}
+			last = math.Max(last, j.Stop.Seconds())
+		}
+		if last >= p.t0 && last < p.t1 {
+			p.t1 = last
+		}
+	}
 	type key struct {
 		socket int
 		clos   string
@@ -280,6 +298,7 @@ func (d *runData) periods() []classPeriod {
 				continue
 			}
 			p.t1 = t
+			clamp(p)
 			if p.t1 > p.t0 {
 				out = append(out, *p)
 			}
@@ -302,7 +321,10 @@ func (d *runData) periods() []classPeriod {
 	for _, k := range keys {
 		p := open[k]
 		p.t1 = d.tMax
-		out = append(out, *p)
+		clamp(p)
+		if p.t1 > p.t0 {
+			out = append(out, *p)
+		}
 	}
 	return out
 }
