@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"path/filepath"
 	"sort"
 
 	"colo/machine"
@@ -130,7 +131,7 @@ func loadDir(dir string, label bool) ([]*runData, store.Manifest, []string, erro
 		d := &runData{dir: dir, run: r, label: r.Scheduler, job: map[int]store.Job{}, series: map[int]*jobSeries{},
 			meanIPCE: map[int]float64{}, overTgt: map[int]float64{}, ways: ways, sockets: sockets}
 		if label {
-			d.label = man.Name + ": " + r.Scheduler
+			d.label = filepath.Base(filepath.Clean(dir)) + ": " + r.Scheduler
 		}
 		if err := d.load(st); err != nil {
 			return nil, man, missing, fmt.Errorf("%s, run %s: %w", dir, r.Scheduler, err)

@@ -102,7 +102,7 @@ func TestRenderCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	html, st := render(t, a, b)
-	if st.Runs != 2 || !strings.Contains(html, "synthetic: least-loaded") || !strings.Contains(html, "synthetic: dynamic") {
+	if st.Runs != 2 || !strings.Contains(html, "a: least-loaded") || !strings.Contains(html, "b: dynamic") {
 		t.Fatalf("compare report: %+v", st)
 	}
 	// Without PMU, IPC/IPCE/stalled say unavailable instead of drawing zeros; occupancy
@@ -112,7 +112,7 @@ func TestRenderCompare(t *testing.T) {
 			t.Errorf("no 'unavailable' note for %s", k)
 		}
 	}
-	if strings.Contains(html, "synthetic: dynamic (n=") {
+	if strings.Contains(html, "b: dynamic (n=") {
 		t.Error("the CDF counts no-PMU jobs as never over target")
 	}
 	if n := strings.Count(html, `data-chart="series-occupancy"`); n != 2 {
