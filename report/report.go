@@ -178,6 +178,41 @@ func (p *page) summary(runs []*runData) {
 			s.JobsCompleted, s.JobsRejected, pct(s.QueueDelayMean), pct(s.QueueDelayP90), pct(s.VirtualSeconds), frac(s.WallSeconds), r.nSamples)
 	}
 	p.body.WriteString(`</table>`)
+	// Extra summary numbers (probes, consolidations, allocation errors…), one column per run.
+	keys := map[string]bool{}
+	for _, r := range runs {
+		for k := range r.sum.Extra {
+			keys[k] = true
+		}
+	}
+	if len(keys) > 0 {
+		var ks []string
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		p.body.WriteString(`<details><summary>More summary numbers</summary><table class="extra"><tr><th></th>`)
+		for _, r := range runs {
+			fmt.Fprintf(&p.body, `<th>%s</th>`, esc(r.label))
+		}
+		p.body.WriteString(`</tr>`)
+		for _, k := range ks {
+			fmt.Fprintf(&p.body, `<tr><td>%s</td>`, esc(k))
+			for _, r := range runs {
+				v, ok := r.sum.Extra[k]
+				if !ok {
+					v = math.NaN()
+				}
+				cell := "—"
+				if !math.IsNaN(v) {
+					cell = strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".")
+				}
+				fmt.Fprintf(&p.body, `<td>%s</td>`, cell)
+			}
+			p.body.WriteString(`</tr>`)
+		}
+		p.body.WriteString(`</table></details>`)
+	}
 	if base != nil && len(runs) > 1 {
 		fmt.Fprintf(&p.body, `<p class="note">Changes in parentheses are relative to %s.</p>`, esc(base.label))
 	}
