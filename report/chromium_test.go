@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,17 +21,19 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"colo/internal/testenv"
 	"colo/store/storetest"
 )
 
 // chromiumPath finds the Debian chromium binary (installed by scripts/setup.sh).
+// Missing chromium fails the test in CI (CI=true) and skips it elsewhere.
 func chromiumPath(t *testing.T) string {
 	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(n); err == nil {
 			return p
 		}
 	}
-	t.Skip("chromium not installed (scripts/setup.sh installs it)")
+	testenv.Need(t, "chromium (apt-get install chromium; scripts/setup.sh installs it)", errors.New("no chromium, chromium-browser or google-chrome on PATH"))
 	return ""
 }
 
