@@ -28,7 +28,11 @@ func runColo(t *testing.T, args ...string) (string, error) {
 	reset = func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
 			fs.VisitAll(func(f *pflag.Flag) {
-				_ = f.Value.Set(f.DefValue)
+				if sv, ok := f.Value.(pflag.SliceValue); ok {
+					_ = sv.Replace(nil) // Set would append the default's text "[]"
+				} else {
+					_ = f.Value.Set(f.DefValue)
+				}
 				f.Changed = false
 			})
 		}
