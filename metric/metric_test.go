@@ -96,3 +96,12 @@ func TestWeightedMaxUnfairness(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+func TestMean(t *testing.T) {
+	if got := Mean([]float64{1, 2, 6}); got != 3 {
+		t.Errorf("Mean = %v, want 3", got)
+	}
+	if !math.IsNaN(Mean(nil)) {
+		t.Error("the mean of nothing must be NaN")
+	}
+}
