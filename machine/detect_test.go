@@ -157,11 +157,39 @@ func TestParseCPUList(t *testing.T) {
 	if err != nil || fmt.Sprint(got) != "[0 1 2 5 7 8]" {
 		t.Fatalf("got %v %v", got, err)
 	}
-	for _, bad := range []string{"a", "3-1", "1-x"} {
+	if s := FormatCPUList([]int{11, 0, 1, 2, 3, 8, 10, 3}); s != "0-3,8,10-11" {
+		t.Errorf("FormatCPUList = %q, want 0-3,8,10-11", s)
+	}
+	for _, bad := range []string{"a", "3-1", "1-x", "-1", "1-", "0-99999999"} {
 		if _, err := ParseCPUList(bad); err == nil {
 			t.Errorf("%q: want error", bad)
 		}
 	}
+}
+
+// FuzzParseCPUList: no panics; whatever parses formats back to a list that parses to the
+// same set of CPUs.
+func FuzzParseCPUList(f *testing.F) {
+	for _, s := range []string{"0-3,8", "", "5", "1-1", "3-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseCPUList(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseCPUList(FormatCPUList(l))
+		if err != nil {
+			t.Fatalf("%q -> %q does not parse", s, FormatCPUList(l))
+		}
+		seen := map[int]bool{}
+		for _, c := range l {
+			seen[c] = true
+		}
+		if len(again) != len(seen) {
+			t.Fatalf("%q: %v -> %v", s, l, again)
+		}
+	})
 }
 
 // TestDetectThisHost runs on the real /sys of the machine running the tests.

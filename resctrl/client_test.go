@@ -539,21 +539,6 @@ func TestMaskHelpers(t *testing.T) {
 	}
 }
 
-func TestCPUList(t *testing.T) {
-	l, err := resctrl.ParseCPUList("0-3,8,10-11")
-	if err != nil || !reflect.DeepEqual(l, []int{0, 1, 2, 3, 8, 10, 11}) {
-		t.Fatalf("%v %v", l, err)
-	}
-	if s := resctrl.FormatCPUList(l); s != "0-3,8,10-11" {
-		t.Fatal(s)
-	}
-	for _, bad := range []string{"a", "3-1", "-1", "1-"} {
-		if _, err := resctrl.ParseCPUList(bad); err == nil {
-			t.Fatalf("%q accepted", bad)
-		}
-	}
-}
-
 // The emulator's Lock is exclusive: a second Lock returns only after the first holder
 // unlocked. The second locker is given every chance to run first (started, then the
 // holder yields); the order of events shows whether it waited.
