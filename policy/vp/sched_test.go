@@ -35,22 +35,3 @@ func TestSchedulerOptionsRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// Two queued jobs pinned to the same cores: only the first is placed in a tick (the second
-// waits until the cores are free), as every scheduler must not put two jobs on one core.
-func TestSchedulerPinnedJobsDoNotShareCores(t *testing.T) {
-	m, _ := machine.Get("icx-4314-2s")
-	s, err := sched.New("vp", sched.Env{Machine: m, Config: sched.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := make([][]int, m.Sockets)
-	for c := 0; c < m.Cores(); c++ {
-		free[m.SocketOfCore(c)] = append(free[m.SocketOfCore(c)], c)
-	}
-	d := s.Tick(&sched.Observation{FreeCPUs: free, Queue: []sched.Job{
-		{ID: 1, Name: "a", CPUs: []int{2, 3}}, {ID: 2, Name: "b", CPUs: []int{2, 3}}}})
-	if len(d.Place) != 1 || d.Place[0].Job != 1 {
-		t.Fatalf("placements %+v, want job 1 only", d.Place)
-	}
-}
