@@ -404,6 +404,7 @@ func (r *runner) finish(j *rjob, state, reason string) {
 	if err := r.pf.Stop(j.spec.ID); err != nil {
 		r.warnf("job %s: stop: %v", j.spec.Name, err)
 	}
+	r.applied(j, 0, 0) // Stop removed its class
 	for _, c := range j.cpus {
 		delete(r.busy, c)
 	}
@@ -508,6 +509,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		r.event("place", j.spec.ID, fmt.Sprintf("socket %d cores %s", p.Socket, cpuList(cpus)))
 		r.recordJob(j)
 	}
+	migratedHeld := false
 	for _, mv := range d.Migrate {
 		j := r.byID[mv.Job]
 		if j == nil || j.state != StateRunning || j.socket == mv.Socket || j.probe != nil {
@@ -535,12 +537,16 @@ func (r *runner) schedule(now time.Duration) bool {
 			r.busy[c] = j.spec.ID
 		}
 		r.event("migrate", j.spec.ID, fmt.Sprintf("socket %d -> %d", j.socket, mv.Socket))
+		r.applied(j, 0, 0) // the job left its class on the old socket (Platform.Move)
 		j.cpus, j.socket = cpus, mv.Socket
 		if j.reserved != 0 { // the group stays behind: back to system/default
 			j.reserved, j.mba = 0, 0
+			migratedHeld = true
 		}
-		j.appliedMask, j.appliedMBA = 0, 0
 		r.recordJob(j)
+	}
+	if migratedHeld && len(d.Allocate) == 0 && len(d.DefaultMask) == 0 {
+		r.updateDefaults(nil) // system/default takes back the ways the moved jobs held
 	}
 	r.applyAllocations(d)
 	for _, pr := range d.Probe {
@@ -549,15 +555,34 @@ func (r *runner) schedule(now time.Duration) bool {
 	return placed
 }
 
+// setAlloc applies mask/mba to j through resctrl (mask 0: back to system/default) and
+// records the change in the allocation timeline.
 func (r *runner) setAlloc(j *rjob, mask uint64, mba int) error {
 	if err := r.pf.SetAllocation(j.spec.ID, j.socket, mask, mba); err != nil {
 		return err
 	}
-	j.appliedMask, j.appliedMBA = mask, mba
-	if mask == 0 {
-		j.appliedMBA = 0
-	}
+	r.applied(j, mask, mba)
 	return nil
+}
+
+// applied notes that j's class of service (CLOS "job-ID" on its socket) now holds
+// mask/mba and records every change, so that the allocation timeline is exact: a probe
+// segment's sub-mask, a consolidation move, and the removal of the class (mask 0, MBA
+// NaN, no members — store.Allocation) when the job leaves it, stops or migrates.
+func (r *runner) applied(j *rjob, mask uint64, mba int) {
+	if mask == 0 {
+		mba = 0
+	}
+	if mask == j.appliedMask && mba == j.appliedMBA {
+		return
+	}
+	rec := AllocationRecord{T: r.pf.Now(), Socket: j.socket, CLOS: fmt.Sprintf("job-%d", j.spec.ID), Mask: mask,
+		MBA: float64(mba), Members: []int{j.spec.ID}, Source: "sched"}
+	if mask == 0 {
+		rec.MBA, rec.Members = math.NaN(), []int{}
+	}
+	r.fail(r.rec.Allocation(rec))
+	j.appliedMask, j.appliedMBA = mask, mba
 }
 
 func (r *runner) dequeue(j *rjob) {
@@ -639,12 +664,7 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 			continue
 		}
 		j.reserved, j.mba = a.Mask, a.MBA
-		clos := ""
-		if a.Mask != 0 {
-			clos = fmt.Sprintf("job-%d", a.Job)
-		}
 		r.event("allocate", a.Job, fmt.Sprintf("%s: %#x + %d%% MBA on socket %d", a.Reason, a.Mask, a.MBA, j.socket))
-		r.fail(r.rec.Allocation(AllocationRecord{T: r.pf.Now(), Socket: j.socket, CLOS: clos, Mask: a.Mask, MBA: float64(a.MBA), Members: []int{a.Job}, Source: "sched"}))
 	}
 	r.updateDefaults(d.DefaultMask)
 }

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"testing"
+	"time"
+)
+
+// The allocation timeline is exact: replaying the recorded sched allocations gives, at
+// every moment, exclusive classes that never overlap; a job's class ends (mask 0) at the
+// moment the job stops; every probe segment's mask is the class's mask during the
+// segment.
+func TestAllocationTimelineEndsWhenJobsStop(t *testing.T) {
+	bm, err := parse(t, genOK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, mem := runWith(t, bm, "dynamic", newFake(bm.Machine))
+
+	type cls struct {
+		mask uint64
+		from time.Duration
+	}
+	held := map[string]cls{}       // class → current mask (replay)
+	ended := map[int]time.Duration{} // job → time its class was removed (last removal)
+	history := map[string][]AllocationRecord{}
+	for i, a := range mem.Allocations {
+		if a.Source != "sched" || a.CLOS == "system/default" {
+			continue
+		}
+		if i > 0 && a.T < mem.Allocations[i-1].T {
+			t.Fatalf("allocations out of time order at %d", i)
+		}
+		history[a.CLOS] = append(history[a.CLOS], a)
+		if a.Mask == 0 {
+			if _, ok := held[a.CLOS]; !ok {
+				t.Fatalf("removal of %s that held nothing: %+v", a.CLOS, a)
+			}
+			if !math.IsNaN(a.MBA) || len(a.Members) != 0 {
+				t.Fatalf("a removal carries MBA NaN and no members: %+v", a)
+			}
+			delete(held, a.CLOS)
+			var id int
+			fmt.Sscanf(a.CLOS, "job-%d", &id)
+			ended[id] = a.T
+			continue
+		}
+		// exclusive: no other class on the socket holds any of these ways
+		for c, h := range held {
+			if c != a.CLOS && h.mask&a.Mask != 0 && history[c][len(history[c])-1].Socket == a.Socket {
+				t.Fatalf("t=%v: %s %#x overlaps %s %#x", a.T, a.CLOS, a.Mask, c, h.mask)
+			}
+		}
+		held[a.CLOS] = cls{mask: a.Mask, from: a.T}
+	}
+	if len(held) != 0 {
+		t.Fatalf("classes still held after the run: %v", held)
+	}
+	if len(ended) == 0 {
+		t.Fatal("no class was ever removed")
+	}
+	for id, at := range ended {
+		j := mem.Jobs[id]
+		if !j.Priority {
+			t.Fatalf("batch job %d held a class", id)
+		}
+		if j.Stop < 0 || at != j.Stop {
+			t.Fatalf("job %d (%s) stopped at %v but its class ended at %v", id, j.State, j.Stop, at)
+		}
+	}
+	// every allocated priority job that stopped has its class ended at its stop
+	for _, j := range mem.Jobs {
+		if _, had := history[fmt.Sprintf("job-%d", j.ID)]; had {
+			if _, ok := ended[j.ID]; !ok {
+				t.Fatalf("job %d had a class that never ended", j.ID)
+			}
+		}
+	}
+	// probe segments: the class held exactly the segment's mask while it was measured
+	for _, p := range mem.Probes {
+		h := history[fmt.Sprintf("job-%d", p.Job)]
+		var at uint64
+		for _, a := range h {
+			if a.T <= p.Start {
+				at = a.Mask
+			}
+		}
+		if at != p.Mask || bits.OnesCount64(at) != p.Ways {
+			t.Fatalf("probe segment %+v: class held %#x", p, at)
+		}
+	}
+}
