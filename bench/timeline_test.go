@@ -23,7 +23,7 @@ func TestAllocationTimelineEndsWhenJobsStop(t *testing.T) {
 		mask uint64
 		from time.Duration
 	}
-	held := map[string]cls{}       // class → current mask (replay)
+	held := map[string]cls{}         // class → current mask (replay)
 	ended := map[int]time.Duration{} // job → time its class was removed (last removal)
 	history := map[string][]AllocationRecord{}
 	for i, a := range mem.Allocations {
