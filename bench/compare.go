@@ -25,7 +25,20 @@ type Report struct {
 	RunDir     string    `json:"run_dir,omitempty"`
 	Schedulers []Summary `json:"schedulers"`
 	Comparison []Change  `json:"comparison,omitempty"`
-	Results    []*Result `json:"-"`
+	// Influx is the InfluxDB sink's outcome when the benchmark has a data.db block.
+	Influx  *SinkStats `json:"influx,omitempty"`
+	Results []*Result  `json:"-"`
+}
+
+// SinkStats is what the InfluxDB sink (data.db) delivered during a run: lines queued,
+// acknowledged by the database, and not delivered (kept in Spool).
+type SinkStats struct {
+	Target      string `json:"target"` // host/database
+	Queued      int64  `json:"queued"`
+	Delivered   int64  `json:"delivered"`
+	Undelivered int64  `json:"undelivered"`
+	Spool       string `json:"spool,omitempty"`
+	LastError   string `json:"last_error,omitempty"`
 }
 
 // Change compares one scheduler against the first (the baseline), in percent
@@ -173,6 +186,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if r.RunDir != "" {
 		fmt.Fprintf(w, "results: %s\n", r.RunDir)
+	}
+	if s := r.Influx; s != nil {
+		fmt.Fprintf(w, "influxdb %s: %d points delivered, %d undelivered", s.Target, s.Delivered, s.Undelivered)
+		if s.Undelivered > 0 {
+			fmt.Fprintf(w, " (kept in %s)", s.Spool)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }
