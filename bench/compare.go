@@ -172,6 +172,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("time over target p90", func(s Summary) string { return frac(s.TimeOverTargetP90) })
 	row("jobs completed", func(s Summary) string { return fmt.Sprint(s.JobsCompleted) })
 	row("jobs rejected", func(s Summary) string { return fmt.Sprint(s.JobsRejected) })
+	row("jobs queued at max_t", func(s Summary) string { return fmt.Sprint(s.JobsQueuedAtEnd) })
+	row("jobs arriving after max_t", func(s Summary) string { return fmt.Sprint(s.JobsNotStarted) })
 	row("queueing delay mean", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayMean) })
 	row("queueing delay p90", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayP90) })
 	row("probes (failed)", func(s Summary) string { return fmt.Sprintf("%d (%d)", s.Probes, s.ProbesFailed) })

@@ -290,6 +290,11 @@ func (r *runner) loop() error {
 		j.reason = "still queued at max_t"
 		r.recordJob(j)
 	}
+	for _, j := range r.jobs[nextArrival:] { // arrive at or after max_t: never admitted
+		j.state = StateNotStarted
+		j.reason = fmt.Sprintf("arrives at %v, not before max_t (%v)", j.spec.Arrival, bm.MaxT)
+		r.recordJob(j)
+	}
 	r.res.Virtual = end
 	for _, j := range r.jobs {
 		r.res.Jobs = append(r.res.Jobs, j.result())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"testing"
 	"time"
 )
@@ -90,5 +91,42 @@ func TestAllocationTimelineEndsWhenJobsStop(t *testing.T) {
 		if at != p.Mask || bits.OnesCount64(at) != p.Ways {
 			t.Fatalf("probe segment %+v: class held %#x", p, at)
 		}
+	}
+}
+
+// A static job that arrives after max_t is recorded as not started (never admitted),
+// counted apart from rejections and from jobs still queued at max_t.
+func TestJobsAfterMaxTNotStarted(t *testing.T) {
+	y := staticOK + `  late:
+    workload: "flat:0.5"
+    start_t: 90
+    length: 10
+  edge:
+    workload: "flat:0.5"
+    start_t: 60
+    length: 10
+`
+	bm, err := parse(t, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, mem := runWith(t, bm, "least-loaded", newFake(bm.Machine))
+	s := Summarize(res, 0)
+	if s.JobsTotal != 4 || s.JobsStarted != 2 || s.JobsNotStarted != 2 || s.JobsQueuedAtEnd != 0 || s.JobsRejected != 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	for _, j := range res.Jobs {
+		if j.Name == "late" || j.Name == "edge" {
+			rec, ok := mem.Jobs[j.ID]
+			if j.State != StateNotStarted || j.Start != -1 || !ok || rec.State != StateNotStarted || rec.Start != -1 || !strings.Contains(rec.Reason, "max_t") {
+				t.Fatalf("%s: result %+v, recorded %+v", j.Name, j, rec)
+			}
+		}
+	}
+	var b strings.Builder
+	rep := &Report{Schedulers: []Summary{s}}
+	rep.WriteTable(&b)
+	if !strings.Contains(b.String(), "jobs arriving after max_t") {
+		t.Fatalf("table:\n%s", b.String())
 	}
 }
