@@ -177,6 +177,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("queueing delay mean", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayMean) })
 	row("queueing delay p90", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayP90) })
 	row("probes (failed)", func(s Summary) string { return fmt.Sprintf("%d (%d)", s.Probes, s.ProbesFailed) })
+	row("re-probes", func(s Summary) string { return fmt.Sprint(s.Reprobes) })
+	row("migrations", func(s Summary) string { return fmt.Sprint(s.Migrations) })
 	row("consolidations", func(s Summary) string { return fmt.Sprint(s.Consolidations) })
 	row("wall time", func(s Summary) string { return fmt.Sprintf("%.2f s", s.WallSeconds) })
 	if err := tw.Flush(); err != nil {

@@ -42,6 +42,7 @@ type rjob struct {
 	appliedMask uint64
 	appliedMBA  int
 	probe       *activeProbe
+	probes      int
 }
 
 type activeProbe struct {
@@ -84,6 +85,8 @@ type Result struct {
 	Samples          int
 	Probes           int
 	ProbesFailed     int
+	Reprobes         int // probes of a job that had been probed before
+	Migrations       int // jobs moved to another socket (rebalancing, forced moves)
 	Consolidations   int
 	ConsolidatedWays int
 	// AllocationMismatches counts collector read-backs that disagreed with what the
@@ -353,7 +356,7 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 		r.warnf("job %s: reading counters: %v", j.spec.Name, err)
 		return
 	}
-	d := sched.Sample{Interval: now - j.lastT,
+	d := sched.Sample{Interval: now - j.lastT, At: now,
 		Instructions: c.Instructions - j.last.Instructions, Cycles: c.Cycles - j.last.Cycles,
 		StallsTotal: c.StallsTotal - j.last.StallsTotal, StallsL3Miss: c.StallsL3Miss - j.last.StallsL3Miss,
 		LLCReferences: c.LLCReferences - j.last.LLCReferences, LLCMisses: c.LLCMisses - j.last.LLCMisses,
@@ -541,6 +544,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		for _, c := range cpus {
 			r.busy[c] = j.spec.ID
 		}
+		r.res.Migrations++
 		r.event("migrate", j.spec.ID, fmt.Sprintf("socket %d -> %d", j.socket, mv.Socket))
 		r.applied(j, 0, 0) // the job left its class on the old socket (Platform.Move)
 		j.cpus, j.socket = cpus, mv.Socket
@@ -751,6 +755,9 @@ func (r *runner) startProbe(req sched.ProbeRequest, now time.Duration) {
 		return
 	}
 	r.res.Probes++
+	if j.probes++; j.probes > 1 {
+		r.res.Reprobes++
+	}
 	p := &activeProbe{req: req, sweep: probe.NewSweep(req.Config, j.spec.IPCETarget)}
 	j.probe = p
 	r.event("probe-start", j.spec.ID, fmt.Sprintf("buffer %#x up to %d%% MBA on socket %d", req.Buffer, req.MaxMBA, req.Socket))

@@ -35,6 +35,8 @@ type Summary struct {
 	QueueDelayP90    float64 `json:"queue_delay_p90_s"`
 	Probes           int     `json:"probes"`
 	ProbesFailed     int     `json:"probes_failed"`
+	Reprobes         int     `json:"reprobes"`
+	Migrations       int     `json:"migrations"`
 	Consolidations   int     `json:"consolidations"`
 	ConsolidatedWays int     `json:"consolidated_ways"`
 	AllocationErrors int     `json:"allocation_errors"`
@@ -56,7 +58,7 @@ type Summary struct {
 // fractions. Queueing delay is admission − arrival over the started jobs.
 func Summarize(r *Result, wall time.Duration) Summary {
 	s := Summary{Name: r.Scheduler, VirtualSeconds: r.Virtual.Seconds(), WallSeconds: wall.Seconds(),
-		Probes: r.Probes, ProbesFailed: r.ProbesFailed, Consolidations: r.Consolidations,
+		Probes: r.Probes, ProbesFailed: r.ProbesFailed, Reprobes: r.Reprobes, Migrations: r.Migrations, Consolidations: r.Consolidations,
 		ConsolidatedWays: r.ConsolidatedWays, AllocationErrors: r.AllocationErrors,
 		AllocMismatches: r.AllocationMismatches, Samples: r.Samples, JobsTotal: len(r.Jobs)}
 	var prio, batch, all, tot, delays []float64

@@ -130,3 +130,48 @@ func TestJobsAfterMaxTNotStarted(t *testing.T) {
 		t.Fatalf("table:\n%s", b.String())
 	}
 }
+
+// Through the run loop: a priority job meets its target with 3 ways, then its phase
+// changes and it needs 4. The dynamic scheduler probes it again (once the cool-down has
+// passed) and gives it 4 ways; with reprobe: false it stays below target.
+func TestReprobeAfterPhaseChange(t *testing.T) {
+	y := `benchmark:
+  name: phase
+  max_t: 120
+  scheduler:
+    implementation: dynamic
+    REPROBE
+containers:
+  db:
+    workload: "phase:3:4:40"
+    priority: true
+    ipce: 90
+    length: 110
+`
+	run := func(reprobe string) (Summary, *Memory) {
+		bm, err := parse(t, strings.Replace(y, "REPROBE", "reprobe: "+reprobe, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, mem := runWith(t, bm, "dynamic", newFake(bm.Machine))
+		return Summarize(res, 0), mem
+	}
+	on, mem := run("true")
+	off, _ := run("false")
+	if on.Probes != 2 || on.Reprobes != 1 || off.Probes != 1 || off.Reprobes != 0 {
+		t.Fatalf("probes: reprobe on %d (%d re-probes), off %d (%d)", on.Probes, on.Reprobes, off.Probes, off.Reprobes)
+	}
+	var final uint64
+	for _, a := range mem.Allocations {
+		if a.CLOS == "job-0" && a.Mask != 0 {
+			final = a.Mask
+		}
+	}
+	if bits.OnesCount64(final) != 4 {
+		t.Fatalf("after the re-probe the job holds %#x, want 4 ways", final)
+	}
+	t.Logf("time over target: re-probing %.2f, without %.2f", on.TimeOverTarget, off.TimeOverTarget)
+	if on.TimeOverTarget <= off.TimeOverTarget+0.2 {
+		t.Fatalf("time over target: re-probing %.2f, without %.2f", on.TimeOverTarget, off.TimeOverTarget)
+	}
+}
