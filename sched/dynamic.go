@@ -419,6 +419,11 @@ func (d *Dynamic) consolidate(s int, out *Decisions, logf func(string, ...any)) 
 			j.settled = d.now // it lost its cached lines: judge it again from now on
 		}
 		g, _ := d.acct.Group(mv.Name)
+		for i := range out.Probe { // a buffer reserved earlier this tick moved: its probe follows
+			if out.Probe[i].Job == id {
+				out.Probe[i].Buffer = mv.To
+			}
+		}
 		out.Allocate = append(out.Allocate, Allocation{Job: id, Socket: mv.Socket, Mask: mv.To, MBA: g.MBA, Reason: "consolidate"})
 		out.ConsolidatedWays += mv.LostWays
 		logf("consolidate socket %d: job %d %#x -> %#x (loses %d ways of cached lines)", mv.Socket, id, mv.From, mv.To, mv.LostWays)

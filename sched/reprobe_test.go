@@ -156,3 +156,53 @@ func TestDynamicForceMoveForPriorityAdmission(t *testing.T) {
 		t.Fatalf("force_move_for_priority_admission: false still moved %+v", out.Migrate)
 	}
 }
+
+// Two probe buffers reserved in one tick: the second needs a consolidation that moves
+// the first; the first probe's request must follow its buffer (else the run loop finds
+// the buffer it was asked to probe in not applied and fails the probe).
+func TestDynamicConsolidationMovesABufferReservedThisTick(t *testing.T) {
+	m := icx(t)
+	d, _ := NewDynamic(Env{Machine: m, Config: dynCfg()})
+	// socket 0: groups at ways 0, 3 and 8; free runs 1-2, 4-7, 9-10
+	for _, g := range []struct{ id, ways int }{{100, 1}, {101, 2}, {102, 1}, {103, 4}, {104, 1}} {
+		if _, err := d.acct.Allocate(groupName(g.id), 0, g.ways, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.acct.Release(groupName(101))
+	d.acct.Release(groupName(103))
+	var run []Running
+	for _, id := range []int{100, 102, 104} {
+		j := Job{ID: id, Cores: 1, Priority: true}
+		d.jobs[id] = &djob{Job: j, socket: 0, state: allocated}
+		run = append(run, running(j, 0, 0, nil))
+	}
+	free := freeAll(m)
+	free[1] = nil // both new priority jobs land on socket 0
+	a, b := Job{ID: 1, Cores: 1, Priority: true}, Job{ID: 2, Cores: 1, Priority: true}
+	out := d.Tick(&Observation{Now: 0, FreeCPUs: free, Running: run, Queue: []Job{a, b}})
+	if len(out.Place) != 2 {
+		t.Fatalf("placements %+v", out.Place)
+	}
+	run = append(run, running(a, 0, 0, nil), running(b, 0, 0, nil))
+	out = d.Tick(&Observation{Now: 3 * time.Second, FreeCPUs: free, Running: run})
+	if len(out.Probe) != 2 || out.ConsolidatedWays == 0 {
+		t.Fatalf("want two probes and a consolidation: %+v", out)
+	}
+	last := map[int]uint64{}
+	for _, al := range out.Allocate {
+		last[al.Job] = al.Mask
+	}
+	for _, pr := range out.Probe {
+		g, _ := d.acct.Group(groupName(pr.Job))
+		if pr.Buffer != g.Mask || pr.Buffer != last[pr.Job] {
+			t.Fatalf("job %d probes buffer %#x, but holds %#x (last allocation %#x)", pr.Job, pr.Buffer, g.Mask, last[pr.Job])
+		}
+	}
+	if g, _ := d.acct.Group(groupName(1)); g.Mask != 0x3c {
+		t.Fatalf("job 1's buffer %#x, want 0x3c after packing", g.Mask)
+	}
+	if err := d.acct.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
