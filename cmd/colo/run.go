@@ -37,6 +37,9 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
   colo run my-bench.yaml --scheduler dynamic --out runs/try1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if dbWait < 0 {
+				return badInputf("--db-wait %v: must be ≥ 0", dbWait)
+			}
 			bm, err := bench.Load(args[0])
 			if err != nil {
 				return badInput(err) // unreadable or invalid benchmark: file:line errors
