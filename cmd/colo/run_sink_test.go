@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -227,5 +228,23 @@ func startTestInfluxd(t *testing.T, bin string) string {
 		if attempt == 3 {
 			t.Fatalf("influxd did not start:\n%s", log.String())
 		}
+	}
+}
+
+// A database that accepts connections but never answers: the run completes and the
+// points are reported undelivered.
+func TestRunInfluxSlow(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	rep, _, _ := runSinkBench(t, srv.URL, "500ms")
+	if in := rep.Influx; in.Queued == 0 || in.Delivered != 0 || in.Undelivered != in.Queued {
+		t.Fatalf("influx %+v", in)
 	}
 }
