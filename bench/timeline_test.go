@@ -175,3 +175,21 @@ containers:
 		t.Fatalf("time over target: re-probing %.2f, without %.2f", on.TimeOverTarget, off.TimeOverTarget)
 	}
 }
+
+func TestSchedulerOptionKeys(t *testing.T) {
+	bm, err := parse(t, staticOK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bm.Sched.Reprobe || !bm.Sched.ForceMove || bm.Sched.Probe.CooldownT != time.Second {
+		t.Fatalf("defaults: reprobe %v force_move %v cooldown %v", bm.Sched.Reprobe, bm.Sched.ForceMove, bm.Sched.Probe.CooldownT)
+	}
+	y := strings.Replace(staticOK, "    implementation: dynamic\n", "    implementation: dynamic\n    reprobe: false\n    force_move_for_priority_admission: false\n    prober: {cooldown_t: 7.5}\n", 1)
+	if bm, err = parse(t, y); err != nil {
+		t.Fatal(err)
+	}
+	if bm.Sched.Reprobe || bm.Sched.ForceMove || bm.Sched.Probe.CooldownT != 7500*time.Millisecond {
+		t.Fatalf("set: reprobe %v force_move %v cooldown %v", bm.Sched.Reprobe, bm.Sched.ForceMove, bm.Sched.Probe.CooldownT)
+	}
+	wantErrAt(t, strings.Replace(staticOK, "    implementation: dynamic\n", "    implementation: dynamic\n    reprobe: often\n", 1), 6, "often")
+}
