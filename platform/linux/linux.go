@@ -22,6 +22,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,7 +37,31 @@ import (
 )
 
 // labelPlatform marks what this platform creates; reconcile removes only those.
-const labelPlatform = "colo.platform"
+// labelPID names the colo process that created a container: reconcile leaves the
+// containers of live colo processes alone.
+const (
+	labelPlatform = "colo.platform"
+	labelPID      = "colo.pid"
+)
+
+// alive reports whether the process with the given decimal PID exists (and is not us).
+func alive(pid string) bool {
+	n, err := strconv.Atoi(pid)
+	if err != nil || n <= 0 || n == os.Getpid() {
+		return false
+	}
+	err = syscall.Kill(n, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// networkPID extracts the creator PID from a network name colo-<unix>-<pid>.
+func networkPID(name string) string {
+	i := strings.LastIndex(name, "-")
+	if i < 0 {
+		return ""
+	}
+	return name[i+1:]
+}
 
 // Options configure the platform.
 type Options struct {
@@ -45,9 +70,6 @@ type Options struct {
 	ResctrlRoot string
 	// RDT overrides ResctrlRoot with a ready client (tests).
 	RDT RDT
-	// OpenRDT opens a resctrl mount; set by the resctrl adapter (nil: no RDT support
-	// compiled in).
-	OpenRDT func(root string) (RDT, error)
 	// Image is used for jobs without an image (default colo:latest).
 	Image string
 	// Runtime is "docker" (default) or "process".
@@ -187,10 +209,8 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 				return nil, fmt.Errorf("--resctrl-root %s: not a resctrl mount (no info directory): %v", root, err)
 			}
 			p.notef("resctrl: not mounted at %s; no cache/bandwidth allocation or monitoring (colo doctor explains; --resctrl-root DIR uses an emulator mount)", root)
-		} else if o.OpenRDT == nil {
-			return nil, fmt.Errorf("resctrl at %s: this build has no resctrl client", root)
 		} else {
-			r, err := o.OpenRDT(root)
+			r, err := OpenResctrl(root)
 			if err != nil {
 				return nil, fmt.Errorf("resctrl at %s: %w", root, err)
 			}
@@ -200,7 +220,7 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	// runtime
 	switch o.Runtime {
 	case "docker":
-		d, err := docker.New(p.ctx, docker.Options{Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux"}})
+		d, err := docker.New(p.ctx, docker.Options{Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux", labelPID: strconv.Itoa(os.Getpid())}})
 		if err != nil {
 			return nil, err
 		}
@@ -322,7 +342,10 @@ func (p *Platform) reconcile() error {
 		return err
 	}
 	for _, w := range ws {
-		if err := p.rtm.Remove(p.ctx, w.ID); err != nil && !errors.Is(err, rt.ErrNotFound) {
+		if alive(w.Labels[labelPID]) {
+			continue // another colo process (tests, a second StateDir) still runs it
+		}
+		if err := p.rtm.Remove(p.ctx, w.ID); err != nil && !errors.Is(err, rt.ErrNotFound) && !strings.Contains(err.Error(), "already in progress") {
 			errs = append(errs, err)
 			continue
 		}
@@ -334,6 +357,9 @@ func (p *Platform) reconcile() error {
 			errs = append(errs, err)
 		}
 		for _, n := range nets {
+			if alive(networkPID(n)) {
+				continue
+			}
 			if err := p.dock.RemoveNetwork(p.ctx, n); err != nil {
 				errs = append(errs, err)
 				continue
@@ -491,7 +517,7 @@ func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
 	spec := rt.Spec{
 		Name:    fmt.Sprintf("colo-%s-j%d-%s", p.run, js.ID, sanitize(js.Name)),
 		Command: args, Env: js.Env, Cpuset: rt.FormatCPUList(cpus),
-		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name, labelPlatform: "linux"},
+		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name, labelPlatform: "linux", labelPID: strconv.Itoa(os.Getpid())},
 	}
 	if a := sanitize(js.Name); a != "" {
 		spec.Aliases = []string{a}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"math"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,10 +42,34 @@ type testEnv struct {
 	state string
 }
 
+var (
+	imageOnce sync.Once
+	imageTag  string
+	imageErr  error
+)
+
+// TestMain removes the colo image the tests share.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if imageTag != "" {
+		if r, err := docker.New(context.Background(), docker.Options{}); err == nil {
+			docker.RemoveImage(context.Background(), r.Client(), imageTag)
+			r.Close()
+		}
+	}
+	os.Exit(code)
+}
+
 func newEnv(t *testing.T) testEnv {
 	t.Helper()
 	r := dockertest.Require(t, docker.Options{})
-	return testEnv{image: dockertest.ColoImage(t, r), dock: r, state: t.TempDir()}
+	imageOnce.Do(func() {
+		imageTag, imageErr = dockertest.BuildColoImage(context.Background(), r, dockertest.Name(t, "colo")+":test")
+	})
+	if imageErr != nil {
+		t.Fatal(imageErr)
+	}
+	return testEnv{image: imageTag, dock: r, state: t.TempDir()}
 }
 
 func (e testEnv) options(rdt RDT) Options {
@@ -59,17 +85,30 @@ func parseBench(t *testing.T, y string) *bench.Benchmark {
 	return bm
 }
 
-// leftovers lists containers and networks this platform kind created.
-func leftovers(t *testing.T, e testEnv) (int, int) {
-	cs, err := e.dock.List(context.Background(), map[string]string{labelPlatform: "linux"})
-	if err != nil {
-		t.Fatal(err)
+// leftovers counts the containers and networks created by this test process (or the
+// given PIDs): other colo processes on the host may run their own.
+func leftovers(t *testing.T, e testEnv, pids ...int) (int, int) {
+	if len(pids) == 0 {
+		pids = []int{os.Getpid()}
 	}
-	ns, err := e.dock.ListNetworks(context.Background(), map[string]string{labelPlatform: "linux"})
-	if err != nil {
-		t.Fatal(err)
+	c, n := 0, 0
+	for _, pid := range pids {
+		cs, err := e.dock.List(context.Background(), map[string]string{labelPlatform: "linux", labelPID: strconv.Itoa(pid)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c += len(cs)
+		ns, err := e.dock.ListNetworks(context.Background(), map[string]string{labelPlatform: "linux"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range ns {
+			if networkPID(name) == strconv.Itoa(pid) {
+				n++
+			}
+		}
 	}
-	return len(cs), len(ns)
+	return c, n
 }
 
 const smokeYAML = `benchmark:
