@@ -50,6 +50,10 @@ type Options struct {
 	// AllowForeign lets the client change groups without the prefix and the default
 	// group (an administrator's CLI; never set it in an agent).
 	AllowForeign bool
+	// AllowDefault lets the client change the default group's schemata and move tasks
+	// back into it (an agent that shrinks system/default to make room); other agents'
+	// groups stay off limits.
+	AllowDefault bool
 }
 
 // Client talks to one resctrl mount.
@@ -57,6 +61,7 @@ type Client struct {
 	fs     FS
 	prefix string
 	any    bool
+	dflt   bool
 }
 
 // New returns a client on fsys.
@@ -64,7 +69,7 @@ func New(fsys FS, o Options) *Client {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
-	return &Client{fs: fsys, prefix: o.Prefix, any: o.AllowForeign}
+	return &Client{fs: fsys, prefix: o.Prefix, any: o.AllowForeign, dflt: o.AllowDefault}
 }
 
 // Open returns a client on a mounted root (ResolveRoot applied to root).
@@ -227,6 +232,9 @@ func (c *Client) Owns(path string) bool {
 	ctrl, mon, err := SplitGroup(path)
 	if err != nil {
 		return false
+	}
+	if ctrl == "" && mon == "" {
+		return c.dflt
 	}
 	if mon != "" {
 		return strings.HasPrefix(mon, c.prefix)

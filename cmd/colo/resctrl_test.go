@@ -7,11 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"colo/platform/linux"
+	"colo/resctrl"
 	"colo/resctrl/emu"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
+
+// The linux platform reaches resctrl through resctrl.Adapter:
+// linux.Defaults.OpenRDT = func(root string) (linux.RDT, error) { return resctrl.OpenAdapter(root) }
+// (wrapped to avoid a typed nil) where the binary imports colo/platform/linux.
+var _ linux.RDT = (*resctrl.Adapter)(nil)
 
 // runColo runs the colo command line in process and returns stdout and the error.
 func runColo(t *testing.T, args ...string) (string, error) {

@@ -184,6 +184,8 @@ type Controller struct {
 	pending bool
 	// lastCount is the number of workloads in the previous decision (a removal is a change).
 	lastCount int
+	// retired keeps the phase tables of removed workloads by id.
+	retired map[string][]*phase
 }
 
 // New validates the options and returns a controller with no workloads.
@@ -228,17 +230,31 @@ func (c *Controller) Add(id string, baseline int) error {
 	if (len(c.ws)+1)*c.opt.MinWays > capa {
 		return fmt.Errorf("dcat: %d workloads of at least %d way cannot share %d ways", len(c.ws)+1, c.opt.MinWays, capa)
 	}
-	c.ws[id] = &workload{id: id, baseline: baseline, state: Reclaim, target: baseline, cur: noPhase}
+	w := &workload{id: id, baseline: baseline, state: Reclaim, target: baseline, cur: noPhase}
+	if ph, ok := c.retired[id]; ok {
+		w.phases = ph // a tenant that comes back keeps its performance tables
+		delete(c.retired, id)
+	}
+	c.ws[id] = w
 	c.ids = append(c.ids, id)
 	sort.Strings(c.ids)
 	c.pending = true
 	return nil
 }
 
-// Remove forgets a workload; its ways return to the pool at the next Step.
+// Remove takes a workload out; its ways return to the pool at the next Step. Its phase
+// tables are kept: Add with the same id (the tenant's next job) starts from them, so a
+// known phase gets its best size at once (Fig. 7a, t4).
 func (c *Controller) Remove(id string) error {
-	if _, ok := c.ws[id]; !ok {
+	w, ok := c.ws[id]
+	if !ok {
 		return fmt.Errorf("dcat: no workload %q", id)
+	}
+	if len(w.phases) > 0 {
+		if c.retired == nil {
+			c.retired = map[string][]*phase{}
+		}
+		c.retired[id] = w.phases
 	}
 	delete(c.ws, id)
 	for i, x := range c.ids {
@@ -323,7 +339,7 @@ func (c *Controller) decide(now time.Duration, full bool) Decision {
 	for _, id := range c.ids {
 		before[id] = c.ws[id].state
 	}
-	if full {
+	if full && !c.opt.Static {
 		for _, id := range c.ids {
 			w := c.ws[id]
 			if w.placed && now > w.since {
@@ -413,6 +429,10 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 			w.cur = idlePhase
 		} else if i := c.matchPhase(w, sig); i >= 0 {
 			w.cur = i
+			if p := Preferred(w.phases[i].table, c.opt.PreferredTolerance); p > 0 && w.phases[i].base > 0 && max(w.baseline, p) != w.ways {
+				w.set(Reclaim, max(w.baseline, p)) // a returning tenant's known phase
+				return
+			}
 		} else {
 			w.phases = append(w.phases, &phase{sig: sig, table: map[int]float64{}})
 			w.cur = len(w.phases) - 1

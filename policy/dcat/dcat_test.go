@@ -510,3 +510,58 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Static CAT: every workload keeps its baseline whatever its counters say.
+func TestStaticKeepsBaselines(t *testing.T) {
+	opt := DefaultOptions(20)
+	opt.Static = true
+	r := newRig(t, opt)
+	r.add("idle", 3, app{})
+	r.add("stream", 4, mload())
+	r.add("mlr", 5, mlr(8, 2.25, 0.5))
+	for i := 0; i < 15; i++ {
+		d := r.period()
+		if d.Ways("idle") != 3 || d.Ways("stream") != 4 || d.Ways("mlr") != 5 {
+			t.Fatalf("static CAT changed an allocation: %+v", d.Allocs)
+		}
+	}
+}
+
+// A tenant's next job (Remove, then Add with the same id) keeps the tenant's tables: a known
+// phase gets its best size at its first period instead of growing from the baseline again.
+func TestReturningTenantKeepsTables(t *testing.T) {
+	r := newRig(t, DefaultOptions(20))
+	job := mlr(8, 2.25, 0.5)
+	r.add("vm", 3, job)
+	for i := 0; i < 12; i++ {
+		r.period()
+	}
+	best := r.ways["vm"]
+	if best <= 4 {
+		t.Fatalf("first job settled at %d ways", best)
+	}
+	if err := r.c.Remove("vm"); err != nil {
+		t.Fatal(err)
+	}
+	delete(r.apps, "vm")
+	r.period()
+	r.add("vm", 3, job)
+	if r.ways["vm"] != 3 {
+		t.Fatalf("admitted at %d ways, want the baseline 3", r.ways["vm"])
+	}
+	if d := r.period(); d.Ways("vm") != best {
+		t.Fatalf("returning tenant got %d ways at its first period, want its best %d", d.Ways("vm"), best)
+	}
+}
+
+func TestScopedOptions(t *testing.T) {
+	o := map[string]any{"baseline": 2, "dcat.baseline": 3, "vp.window": 4, "period_t": 1.0, "lfoc+.x": 1}
+	d := ScopedOptions(o, "dcat.", "static-cat.")
+	if len(d) != 2 || d["baseline"] != 3 || d["period_t"] != 1.0 {
+		t.Fatalf("dcat scope %v", d)
+	}
+	v := ScopedOptions(o, "vp.")
+	if len(v) != 3 || v["window"] != 4 || v["baseline"] != 2 {
+		t.Fatalf("vp scope %v", v)
+	}
+}

@@ -527,8 +527,11 @@ var confCases = []confCase{
 				h.t.Fatalf("after partial write:\n%s", h.read("g/schemata"))
 			}
 		}
-		if hasMB(h.p) {
-			h.ok("g/schemata", fmt.Sprintf("MB:%d=%d\n", lastDom(h.p), h.p.MB.Max))
+		if hasMB(h.p) && h.p.MB.Domains > 1 {
+			h.ok("g/schemata", fmt.Sprintf("MB:%d=%d\n", lastDom(h.p), h.p.MB.Min))
+			if h.value("g", "MB", lastDom(h.p)) != fmt.Sprint(h.p.MB.Min) {
+				h.t.Fatalf("MB write not applied:\n%s", h.read("g/schemata"))
+			}
 			if h.value("g", "MB", 0) != mbBefore || h.value("g", r, 0) != before {
 				h.t.Fatalf("MB write changed other values:\n%s", h.read("g/schemata"))
 			}
@@ -685,6 +688,10 @@ var confCases = []confCase{
 		h.mkdirFail("info", syscall.EEXIST, "")
 		h.mkdirFail("info/x", syscall.EPERM, "")
 		h.mkdirFail("g/x", syscall.EPERM, "")
+		if h.p.Mon != nil {
+			h.mkdirFail("mon_groups/mon_groups", syscall.EPERM, "")
+			h.mkdirFail("g/mon_groups/mon_groups", syscall.EPERM, "")
+		}
 	}},
 	{name: "rmdir-errors", rule: "info is not removable; missing groups ENOENT", run: func(h *env) {
 		if err := h.fs.Rmdir("info"); !errors.Is(err, syscall.EPERM) {
@@ -692,6 +699,13 @@ var confCases = []confCase{
 		}
 		if err := h.fs.Rmdir("nope"); !errors.Is(err, syscall.ENOENT) {
 			h.t.Fatalf("rmdir nope: %v", err)
+		}
+	}},
+	{name: "write-too-long", rule: "kernfs takes one write of at most PAGE_SIZE (E2BIG beyond)", run: func(h *env) {
+		h.mkdir("g")
+		long := cacheName(h.p) + ":0=1" + strings.Repeat(";0=1", 1200) + "\n"
+		if err := h.fs.WriteFile("g/schemata", []byte(long)); !errors.Is(err, syscall.E2BIG) {
+			h.t.Fatalf("%d-byte write: %v, want E2BIG", len(long), err)
 		}
 	}},
 	{name: "read-only-files", rule: "info files are read-only (EACCES on write)", run: func(h *env) {
@@ -776,6 +790,9 @@ var confCases = []confCase{
 		h.rmdir("a/mon_groups/m")
 		if got := h.tasks("a/tasks"); got != "100" {
 			h.t.Fatalf("a tasks %q", got)
+		}
+		if c, m := h.e.TaskGroup(100); c != "a" || m != "" {
+			h.t.Fatalf("task 100 in %q/%q, want a CTRL_MON a with no MON group", c, m)
 		}
 		h.mkdir("a/mon_groups/m2")
 		if got := h.tasks("a/mon_groups/m2/tasks"); got != "" {
@@ -993,47 +1010,46 @@ func TestConformanceInProcess(t *testing.T) {
 func TestDocExclusiveExample(t *testing.T) {
 	p := &Profile{Name: "doc-l2", Vendor: machine.Intel, CPUs: 4, Padded: true,
 		L2: &CacheRes{Level: 2, Domains: 2, CBMLen: 8, MinCBMBits: 1, NumCLOSIDs: 8, SizeBytes: 1 << 20}}
-	e, err := New(p, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &env{t: t, p: p, fs: e.FS(), e: e}
-	if got := h.read("schemata"); got != "L2:0=ff;1=ff\n" {
-		t.Fatalf("cat schemata: %q", got)
-	}
-	h.mkdir("p0")
-	h.ok("p0/schemata", "L2:0=0x3;1=0x3\n")
-	if got := h.read("p0/mode"); got != "shareable\n" {
-		t.Fatalf("mode %q", got)
-	}
-	if err := h.fs.WriteFile("p0/mode", []byte("exclusive\n")); !errors.Is(err, syscall.EINVAL) {
-		t.Fatalf("exclusive: %v", err)
-	}
-	if got := h.status(); !strings.EqualFold(got, "schemata overlaps") {
-		t.Fatalf("last_cmd_status %q", got)
-	}
-	h.ok("schemata", "L2:0=0xfc;1=0xfc\n")
-	h.ok("p0/mode", "exclusive\n")
-	for f, want := range map[string]string{"cpus": "0\n", "mode": "exclusive\n", "schemata": "L2:0=03;1=03\n", "size": "L2:0=262144;1=262144\n"} {
-		if got := h.read("p0/" + f); got != want {
-			t.Errorf("p0/%s: %q want %q", f, got, want)
+	bothWays(t, p, func(h *env) {
+		t := h.t
+		_ = t
+		if got := h.read("schemata"); got != "L2:0=ff;1=ff\n" {
+			t.Fatalf("cat schemata: %q", got)
 		}
-	}
-	h.mkdir("p1")
-	for f, want := range map[string]string{"cpus": "0\n", "mode": "shareable\n", "schemata": "L2:0=fc;1=fc\n", "size": "L2:0=786432;1=786432\n"} {
-		if got := h.read("p1/" + f); got != want {
-			t.Errorf("p1/%s: %q want %q", f, got, want)
+		h.mkdir("p0")
+		h.ok("p0/schemata", "L2:0=0x3;1=0x3\n")
+		if got := h.read("p0/mode"); got != "shareable\n" {
+			t.Fatalf("mode %q", got)
 		}
-	}
-	if got := h.read("info/L2/bit_usage"); got != "0=SSSSSSEE;1=SSSSSSEE\n" {
-		t.Errorf("bit_usage %q", got)
-	}
-	if err := h.fs.WriteFile("p1/schemata", []byte("L2:0=0x1;1=0x1\n")); !errors.Is(err, syscall.EINVAL) {
-		t.Fatalf("overlap write: %v", err)
-	}
-	if got := h.status(); !strings.EqualFold(got, "overlaps with exclusive group") {
-		t.Fatalf("last_cmd_status %q", got)
-	}
+		if err := h.fs.WriteFile("p0/mode", []byte("exclusive\n")); !errors.Is(err, syscall.EINVAL) {
+			t.Fatalf("exclusive: %v", err)
+		}
+		if got := h.status(); !strings.EqualFold(got, "schemata overlaps") {
+			t.Fatalf("last_cmd_status %q", got)
+		}
+		h.ok("schemata", "L2:0=0xfc;1=0xfc\n")
+		h.ok("p0/mode", "exclusive\n")
+		for f, want := range map[string]string{"cpus": "0\n", "mode": "exclusive\n", "schemata": "L2:0=03;1=03\n", "size": "L2:0=262144;1=262144\n"} {
+			if got := h.read("p0/" + f); got != want {
+				t.Errorf("p0/%s: %q want %q", f, got, want)
+			}
+		}
+		h.mkdir("p1")
+		for f, want := range map[string]string{"cpus": "0\n", "mode": "shareable\n", "schemata": "L2:0=fc;1=fc\n", "size": "L2:0=786432;1=786432\n"} {
+			if got := h.read("p1/" + f); got != want {
+				t.Errorf("p1/%s: %q want %q", f, got, want)
+			}
+		}
+		if got := h.read("info/L2/bit_usage"); got != "0=SSSSSSEE;1=SSSSSSEE\n" {
+			t.Errorf("bit_usage %q", got)
+		}
+		if err := h.fs.WriteFile("p1/schemata", []byte("L2:0=0x1;1=0x1\n")); !errors.Is(err, syscall.EINVAL) {
+			t.Fatalf("overlap write: %v", err)
+		}
+		if got := h.status(); !strings.EqualFold(got, "overlaps with exclusive group") {
+			t.Fatalf("last_cmd_status %q", got)
+		}
+	})
 }
 
 // TestMinCBMBitsTwo: Haswell server parts need two bits ("Need at least %d bits").
@@ -1044,40 +1060,38 @@ func TestMinCBMBitsTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.L3.MinCBMBits = 2
-	e, err := New(p, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &env{t: t, p: p, fs: e.FS(), e: e}
-	h.mkdir("g")
-	h.fail("g/schemata", "L3:0=1\n", syscall.EINVAL, "=Need at least 2 bits in the mask")
-	h.ok("g/schemata", "L3:0=3\n")
+	bothWays(t, p, func(h *env) {
+		t := h.t
+		_ = t
+		h.mkdir("g")
+		h.fail("g/schemata", "L3:0=1\n", syscall.EINVAL, "=Need at least 2 bits in the mask")
+		h.ok("g/schemata", "L3:0=3\n")
+	})
 }
 
 // TestExclusiveWithoutCAT: a platform with MBA only cannot have exclusive groups.
 func TestExclusiveWithoutCAT(t *testing.T) {
 	p := &Profile{Name: "mb-only", Vendor: machine.Intel, CPUs: 4,
 		MB: &BWRes{Domains: 1, Min: 10, Max: 100, Gran: 10, DelayLinear: true, NumCLOSIDs: 8, NeedsLinear: true}}
-	e, err := New(p, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &env{t: t, p: p, fs: e.FS(), e: e}
-	h.mkdir("g")
-	h.fail("g/mode", "exclusive\n", syscall.EINVAL, "=Cannot be exclusive without CAT/CDP")
+	bothWays(t, p, func(h *env) {
+		t := h.t
+		_ = t
+		h.mkdir("g")
+		h.fail("g/mode", "exclusive\n", syscall.EINVAL, "=Cannot be exclusive without CAT/CDP")
+	})
 }
 
 func TestUnpaddedFormat(t *testing.T) {
-	e, err := NewNamed("intel-newfmt", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &env{t: t, p: e.Profile(), fs: e.FS(), e: e}
-	h.mkdir("g")
-	h.ok("g/schemata", "L3:0=3\nMB:0=50\n")
-	if got := h.read("g/schemata"); got != "    L3:0=3;1=fff\n    MB:0=50;1=100\n" {
-		t.Fatalf("got %q", got)
-	}
+	p, _ := NamedProfile("intel-newfmt")
+	bothWays(t, p, func(h *env) {
+		t := h.t
+		_ = t
+		h.mkdir("g")
+		h.ok("g/schemata", "L3:0=3\nMB:0=50\n")
+		if got := h.read("g/schemata"); got != "    L3:0=3;1=fff\n    MB:0=50;1=100\n" {
+			t.Fatalf("got %q", got)
+		}
+	})
 }
 
 func TestAllNamedProfilesBuild(t *testing.T) {
@@ -1216,3 +1230,28 @@ func TestOccupancyDecays(t *testing.T) {
 }
 
 func (o osOps) Rename(a, b string) error { return os.Rename(o.p(a), o.p(b)) }
+
+// bothWays runs a file-level test on a fresh emulator in process and, where FUSE works,
+// again through a mount with plain os calls.
+func bothWays(t *testing.T, p *Profile, run func(h *env)) {
+	t.Run("in-process", func(t *testing.T) {
+		e, err := New(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(&env{t: t, p: p, fs: e.FS(), e: e})
+	})
+	t.Run("fuse", func(t *testing.T) {
+		fuseOrSkip(t)
+		e, err := New(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Mount(e, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Unmount()
+		run(&env{t: t, p: p, fs: osOps{root: m.Dir}, e: e, fuse: true})
+	})
+}

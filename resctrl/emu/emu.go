@@ -219,6 +219,9 @@ func NewNamed(name string, opts Options) (*Emulator, error) {
 // Profile returns a copy of the emulated profile.
 func (e *Emulator) Profile() *Profile { return e.p.Clone() }
 
+// pageSize is kernfs' atomic_write_len for resctrl files.
+const pageSize = 4096
+
 // mbaMaxMBps is MBA_MAX_MBPS (U32_MAX): the software controller's "unlimited".
 const mbaMaxMBps = ^uint32(0)
 
@@ -329,6 +332,9 @@ func (e *Emulator) Mkdir(path string) error {
 	name := c[len(c)-1]
 	if strings.Contains(name, "\n") {
 		return syscall.EINVAL
+	}
+	if len(c) > 1 && name == "mon_groups" {
+		return syscall.EPERM // is_mon_groups: a MON group may not be called mon_groups
 	}
 	switch {
 	case len(c) == 1:
@@ -1060,6 +1066,9 @@ func (e *Emulator) WriteFile(path string, data []byte) error {
 	}
 	if !writableFiles[n.file] {
 		return syscall.EACCES
+	}
+	if len(data) > pageSize {
+		return syscall.E2BIG // kernfs: one write is one command of at most atomic_write_len (PAGE_SIZE)
 	}
 	buf := string(data)
 	var werr error

@@ -21,9 +21,41 @@ type Mounted struct {
 	srv *fuse.Server
 }
 
+var (
+	probeOnce sync.Once
+	probeErr  error
+)
+
 // FUSEAvailable says why a FUSE mount cannot work here (nil when it can): /dev/fuse
-// must open, and a non-root user needs fusermount3 or fusermount.
+// must open, a non-root user needs fusermount3 or fusermount, and a trial mount must
+// succeed (a container without CAP_SYS_ADMIN fails there). The answer is computed once.
 func FUSEAvailable() error {
+	probeOnce.Do(func() {
+		if probeErr = fuseDevice(); probeErr != nil {
+			return
+		}
+		dir, err := os.MkdirTemp("", "colo-fuse-probe")
+		if err != nil {
+			probeErr = err
+			return
+		}
+		defer os.Remove(dir)
+		e, err := NewNamed("intel", Options{})
+		if err != nil {
+			probeErr = err
+			return
+		}
+		m, err := mount(e, dir)
+		if err != nil {
+			probeErr = fmt.Errorf("a trial FUSE mount failed (%v): run as root with CAP_SYS_ADMIN (docker: --device /dev/fuse --cap-add SYS_ADMIN)", err)
+			return
+		}
+		probeErr = m.Unmount()
+	})
+	return probeErr
+}
+
+func fuseDevice() error {
 	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("/dev/fuse unusable (%v): install the fuse3 package and run where /dev/fuse exists (docker: --device /dev/fuse --cap-add SYS_ADMIN)", err)
@@ -48,6 +80,10 @@ func Mount(e *Emulator, dir string) (*Mounted, error) {
 	if err := FUSEAvailable(); err != nil {
 		return nil, err
 	}
+	return mount(e, dir)
+}
+
+func mount(e *Emulator, dir string) (*Mounted, error) {
 	zero := time.Duration(0)
 	root := &fnode{e: e, path: ""}
 	opts := &fs.Options{
