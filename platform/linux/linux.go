@@ -31,6 +31,7 @@ import (
 	"colo/bench"
 	"colo/machine"
 	"colo/perf"
+	"colo/resctrl"
 	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/runtime/process"
@@ -94,7 +95,11 @@ var Defaults = Options{}
 
 func init() {
 	bench.RegisterPlatform("linux", func(bm *bench.Benchmark) (bench.Platform, error) {
-		return New(bm, Defaults)
+		o := Defaults
+		if bm != nil && bm.ResctrlRoot != "" {
+			o.ResctrlRoot = bm.ResctrlRoot // colo run --resctrl-root
+		}
+		return New(bm, o)
 	})
 }
 
@@ -210,7 +215,7 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 			}
 			p.notef("resctrl: not mounted at %s; no cache/bandwidth allocation or monitoring (colo doctor explains; --resctrl-root DIR uses an emulator mount)", root)
 		} else {
-			r, err := OpenResctrl(root)
+			r, err := resctrl.OpenAdapter(root)
 			if err != nil {
 				return nil, fmt.Errorf("resctrl at %s: %w", root, err)
 			}
