@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 
 	"colo/bench"
 	"colo/resctrl/emu"
-	rt "colo/runtime"
 	"colo/sched"
 )
 
@@ -265,6 +263,4 @@ func TestChildRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	bench.Run(bm, pf, s, bench.Options{Warn: func(w string) { fmt.Println("warning:", w) }})
-	_ = context.Background
-	_ = rt.ErrNotFound
 }

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -1071,5 +1070,3 @@ func (p *Platform) teardown() error {
 	p.releaseLock()
 	return errors.Join(errs...)
 }
-
-var _ = math.NaN

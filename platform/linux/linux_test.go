@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"colo/bench"
-	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/runtime/docker/dockertest"
 	"colo/sched"
@@ -388,6 +388,27 @@ func TestReconcileAfterCrash(t *testing.T) {
 	if !strings.Contains(notes, "left by an earlier colo run") || !strings.Contains(notes, "restored system/default") {
 		t.Errorf("notes: %s", notes)
 	}
-	_ = os.Getpid
-	_ = rt.ErrNotFound
+}
+
+// The shipped examples are valid benchmarks for this platform.
+func TestExamplesParse(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/linux/*.yaml")
+	if len(files) < 2 {
+		t.Fatalf("examples: %v", files)
+	}
+	for _, f := range files {
+		bm, err := bench.Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if bm.Platform != "linux" || len(bm.Jobs) != 2 || bm.MaxT > 2*time.Minute {
+			t.Errorf("%s: platform %s, %d jobs, max_t %v", f, bm.Platform, len(bm.Jobs), bm.MaxT)
+		}
+		for _, j := range bm.Jobs {
+			if args, err := SplitCommand(j.Command); err != nil || len(args) == 0 || args[0] != "stress" {
+				t.Errorf("%s: job %s command %q", f, j.Name, j.Command)
+			}
+		}
+	}
 }
