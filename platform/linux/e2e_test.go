@@ -92,6 +92,19 @@ type allocSpy struct {
 	t         *testing.T
 	em        *emu.Emulator
 	allocated map[int]int
+	stats     map[int]int // Docker stats samples seen per job
+	perf      map[int]int // reads with software counters (task-clock CPU time)
+}
+
+func (s allocSpy) Read(id int) (bench.Counters, error) {
+	c, err := s.Platform.Read(id)
+	if st, n, e := s.Platform.DockerStats(id); e == nil && n > 0 && st.CPUAvailable && st.MemAvailable {
+		s.stats[id] = n
+	}
+	if j, e := s.Platform.get(id); e == nil && j.counter != nil && c.CPUTime > 0 {
+		s.perf[id]++
+	}
+	return c, err
 }
 
 func (s allocSpy) SetAllocation(id, socket int, mask uint64, mba int) error {
@@ -142,7 +155,7 @@ func TestEndToEndEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := &bench.Memory{}
-	spy := allocSpy{Platform: pf, t: t, em: em, allocated: map[int]int{}}
+	spy := allocSpy{Platform: pf, t: t, em: em, allocated: map[int]int{}, stats: map[int]int{}, perf: map[int]int{}}
 	res, err := bench.Run(bm, spy, s, bench.Options{Recorder: mem})
 	if err != nil {
 		t.Fatal(err)
@@ -150,10 +163,17 @@ func TestEndToEndEmulator(t *testing.T) {
 	for _, ev := range mem.Events {
 		t.Logf("event %v %s job %d: %s", ev.T.Round(time.Millisecond), ev.Kind, ev.Job, ev.Text)
 	}
-	t.Logf("warnings %q, notes %q, allocations %v, samples %d, probes %d", res.Warnings, pf.Notes(), spy.allocated, len(mem.Samples), res.Probes)
+	t.Logf("warnings %q, notes %q, allocations %v, docker stats %v, counter reads %v, samples %d, probes %d",
+		res.Warnings, pf.Notes(), spy.allocated, spy.stats, spy.perf, len(mem.Samples), res.Probes)
 	for _, j := range bm.Jobs {
 		if spy.allocated[j.ID] == 0 {
 			t.Errorf("job %s was never given a CLOS", j.Name)
+		}
+		if spy.stats[j.ID] == 0 {
+			t.Errorf("job %s: no Docker stats collected", j.Name)
+		}
+		if spy.perf[j.ID] < 20 {
+			t.Errorf("job %s: %d counter reads with CPU time at 100 ms", j.Name, spy.perf[j.ID])
 		}
 	}
 	if res.AllocationMismatches != 0 || res.AllocationErrors != 0 {
