@@ -72,7 +72,7 @@ type Options struct {
 	RDT RDT
 	// Image is used for jobs without an image (default colo:latest).
 	Image string
-	// Runtime is "docker" (default) or "process".
+	// Runtime is "docker" (default) or "process" ("" uses $COLO_RUNTIME).
 	Runtime string
 	// StateDir holds the lock and crash-recovery state (default /run/colo).
 	StateDir string
@@ -164,6 +164,9 @@ type state struct {
 func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	if o.Image == "" {
 		o.Image = docker.DefaultImage
+	}
+	if o.Runtime == "" {
+		o.Runtime = os.Getenv("COLO_RUNTIME")
 	}
 	if o.Runtime == "" {
 		o.Runtime = "docker"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"colo/bench"
+	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/runtime/docker/dockertest"
 	"colo/sched"
@@ -409,6 +410,56 @@ func TestExamplesParse(t *testing.T) {
 			if args, err := SplitCommand(j.Command); err != nil || len(args) == 0 || args[0] != "stress" {
 				t.Errorf("%s: job %s command %q", f, j.Name, j.Command)
 			}
+		}
+	}
+}
+
+// TestProcessRuntimePlatform runs the smoke benchmark with plain processes in their own
+// cgroups (a host without Docker): the jobs run colo's own workloads from a static colo.
+func TestProcessRuntimePlatform(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the process runtime needs root")
+	}
+	bin, cleanup, err := docker.StaticColo(context.Background(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
+	state := t.TempDir()
+	pf, err := New(bm, Options{Runtime: "process", Self: bin, StateDir: state, ResctrlRoot: "none", Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	s, err := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen [2]int
+	res, err := bench.Run(bm, statsSpy{pf, &seen}, s, bench.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range res.Jobs {
+		if j.State != bench.StateCompleted || j.Samples < 5 {
+			t.Errorf("job %s: %s (%s), %d samples", j.Name, j.State, j.Reason, j.Samples)
+		}
+	}
+	if seen[0] == 0 || seen[1] == 0 {
+		t.Errorf("runtime stats seen %v", seen)
+	}
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing left: no state files, no cgroups.
+	if left, _ := filepath.Glob(filepath.Join(state, "process", "*.json")); len(left) != 0 {
+		t.Errorf("state files left: %v", left)
+	}
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, m := range rt.Mounts(mi) {
+		if ents, _ := filepath.Glob(filepath.Join(m.Dir, "colo", "colo-*")); len(ents) != 0 {
+			t.Errorf("cgroups left: %v", ents)
 		}
 	}
 }

@@ -170,8 +170,14 @@ func (r *Runtime) prepareParent(m rt.MountPoint) error {
 // Name implements runtime.Runtime.
 func (r *Runtime) Name() string { return "process" }
 
-// Close implements runtime.Runtime (workloads keep running; Remove them first).
-func (r *Runtime) Close() error { return nil }
+// Close implements runtime.Runtime. Workloads keep running (Remove them first); the
+// parent cgroups are removed when empty.
+func (r *Runtime) Close() error {
+	for _, m := range r.mounts {
+		os.Remove(filepath.Join(m.Dir, r.opts.Parent)) // fails, harmlessly, while not empty
+	}
+	return nil
+}
 
 func (r *Runtime) dirsFor(name string) map[string]string {
 	dirs := map[string]string{}
