@@ -39,10 +39,28 @@ import (
 // labelPlatform marks what this platform creates; reconcile removes only those.
 // labelPID names the colo process that created a container: reconcile leaves the
 // containers of live colo processes alone.
+// labelPIDNS names the PID namespace of that process: a dockerd may be shared by
+// several PID namespaces (containers, sandboxes), where a PID says nothing; reconcile
+// only judges containers from its own namespace.
 const (
 	labelPlatform = "colo.platform"
 	labelPID      = "colo.pid"
+	labelPIDNS    = "colo.pidns"
 )
+
+// pidNamespace identifies this process's PID namespace ("pid:[4026531836]").
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.NewReplacer("[", "", "]", "", ":", "-").Replace(ns)
+}
+
+// ownLabels are the labels of everything this process creates.
+func ownLabels() map[string]string {
+	return map[string]string{labelPlatform: "linux", labelPID: strconv.Itoa(os.Getpid()), labelPIDNS: pidNamespace()}
+}
 
 // alive reports whether the process with the given decimal PID exists (and is not us).
 func alive(pid string) bool {
@@ -227,13 +245,17 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	// runtime
 	switch o.Runtime {
 	case "docker":
-		d, err := docker.New(p.ctx, docker.Options{Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux", labelPID: strconv.Itoa(os.Getpid())}})
+		l := ownLabels()
+		l[rt.LabelRun] = p.run
+		d, err := docker.New(p.ctx, docker.Options{Labels: l})
 		if err != nil {
 			return nil, err
 		}
 		p.dock, p.rtm = d, d
 	case "process":
-		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux"}})
+		l := ownLabels()
+		l[rt.LabelRun] = p.run
+		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: l})
 		if err != nil {
 			return nil, err
 		}
@@ -339,12 +361,13 @@ func (p *Platform) saveState() error {
 	return os.Rename(tmp, p.statePath())
 }
 
-// reconcile removes what a previous colo left: colo-labelled containers (any run: we
-// hold the host lock, so no other colo is running), colo networks, owned resctrl groups,
-// and restores system/default masks it had changed.
+// reconcile removes what a previous colo left: containers and networks labelled by a
+// colo process of this PID namespace that no longer exists, owned resctrl groups, and
+// system/default masks it had changed (restored).
 func (p *Platform) reconcile() error {
 	var errs []error
-	ws, err := p.rtm.List(p.ctx, map[string]string{labelPlatform: "linux"})
+	mine := map[string]string{labelPlatform: "linux", labelPIDNS: pidNamespace()}
+	ws, err := p.rtm.List(p.ctx, mine)
 	if err != nil {
 		return err
 	}
@@ -359,7 +382,7 @@ func (p *Platform) reconcile() error {
 		p.notef("removed %s left by an earlier colo run (%s, run %s)", w.Name, w.State, w.Labels[rt.LabelRun])
 	}
 	if p.dock != nil {
-		nets, err := p.dock.ListNetworks(p.ctx, map[string]string{labelPlatform: "linux"})
+		nets, err := p.dock.ListNetworks(p.ctx, mine)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -524,7 +547,7 @@ func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
 	spec := rt.Spec{
 		Name:    fmt.Sprintf("colo-%s-j%d-%s", p.run, js.ID, sanitize(js.Name)),
 		Command: args, Env: js.Env, Cpuset: rt.FormatCPUList(cpus),
-		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name, labelPlatform: "linux", labelPID: strconv.Itoa(os.Getpid())},
+		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name},
 	}
 	if a := sanitize(js.Name); a != "" {
 		spec.Aliases = []string{a}

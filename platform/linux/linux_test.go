@@ -94,20 +94,16 @@ func leftovers(t *testing.T, e testEnv, pids ...int) (int, int) {
 	}
 	c, n := 0, 0
 	for _, pid := range pids {
-		cs, err := e.dock.List(context.Background(), map[string]string{labelPlatform: "linux", labelPID: strconv.Itoa(pid)})
+		l := map[string]string{labelPlatform: "linux", labelPID: strconv.Itoa(pid), labelPIDNS: pidNamespace()}
+		cs, err := e.dock.List(context.Background(), l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c += len(cs)
-		ns, err := e.dock.ListNetworks(context.Background(), map[string]string{labelPlatform: "linux"})
+		ns, err := e.dock.ListNetworks(context.Background(), l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range ns {
-			if networkPID(name) == strconv.Itoa(pid) {
-				n++
-			}
-		}
+		c, n = c+len(cs), n+len(ns)
 	}
 	return c, n
 }
