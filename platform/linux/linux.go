@@ -101,6 +101,10 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// StopGrace is how long a stopped container may take to exit (default 2 s).
 	StopGrace time.Duration
+	// PerfSys replaces perf's system calls (tests: a fake PMU); nil: the kernel.
+	PerfSys perf.Sys
+	// Microarch selects the raw stall events ("" detects from /proc/cpuinfo).
+	Microarch string
 	// StartGrace is how long Start watches a new workload for an immediate exit
 	// (default 150 ms).
 	StartGrace time.Duration
@@ -627,7 +631,7 @@ func (p *Platform) groupName(id int) string {
 }
 
 func (p *Platform) openCounters(j *job) {
-	c, err := perf.OpenCgroup(j.cg.PerfEventDir(), j.cpus, perf.Options{Logf: p.o.Logf})
+	c, err := perf.OpenCgroup(j.cg.PerfEventDir(), j.cpus, perf.Options{Sys: p.o.PerfSys, Microarch: p.o.Microarch, Logf: p.o.Logf})
 	if err != nil {
 		p.notef("job %s: perf counters unavailable: %v; continuing with runtime CPU time", j.spec.Name, err)
 	} else {

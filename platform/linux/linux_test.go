@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"colo/bench"
+	"colo/perf/perftest"
 	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/runtime/docker/dockertest"
@@ -457,5 +460,72 @@ func TestProcessRuntimePlatform(t *testing.T) {
 		if ents, _ := filepath.Glob(filepath.Join(m.Dir, "colo", "colo-*")); len(ents) != 0 {
 			t.Errorf("cgroups left: %v", ents)
 		}
+	}
+}
+
+// TestHardwarePathThroughPlatform runs real containers with the PMU faked at perf's
+// system-call boundary: events count at known rates and are on the PMU a quarter of the
+// time, so the samples' IPC and IPCE must come out exactly as the rates say (multiplex
+// scaling through the platform and the orchestrator's collector).
+func TestHardwarePathThroughPlatform(t *testing.T) {
+	e := newEnv(t)
+	H, R := uint32(unix.PERF_TYPE_HARDWARE), uint32(unix.PERF_TYPE_RAW)
+	pmu := perftest.New(map[perftest.Key]float64{
+		{Type: H, Config: unix.PERF_COUNT_HW_INSTRUCTIONS}:        2.0e9,
+		{Type: H, Config: unix.PERF_COUNT_HW_CPU_CYCLES}:          2.5e9,
+		{Type: H, Config: unix.PERF_COUNT_HW_CACHE_REFERENCES}:    4e7,
+		{Type: H, Config: unix.PERF_COUNT_HW_CACHE_MISSES}:        1e7,
+		{Type: H, Config: unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS}: 3e8,
+		{Type: H, Config: unix.PERF_COUNT_HW_BRANCH_MISSES}:       3e6,
+		{Type: R, Config: 0x40004a3}:                              1.0e9, // cycle_activity.stalls_total (Ice Lake-SP)
+		{Type: R, Config: 0x60006a3}:                              0.4e9, // cycle_activity.stalls_l3_miss
+	}, 0.25)
+	bm := parseBench(t, smokeYAML)
+	o := e.options(nil)
+	o.PerfSys, o.Microarch = pmu, "icelake-sp"
+	pf, err := New(bm, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	s, _ := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
+	mem := &bench.Memory{}
+	if _, err := bench.Run(bm, pf, s, bench.Options{Recorder: mem}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	first := map[int]bool{}
+	for _, smp := range mem.Samples {
+		// The first sample of a job covers its start, before its counters opened one
+		// after another (each fd has its own start time): skip it.
+		if !first[smp.Job] || smp.Interval < 50*time.Millisecond {
+			first[smp.Job] = true
+			continue
+		}
+		n++
+		// Events are read one after another, as from a real PMU: allow 2 % of skew.
+		if math.Abs(smp.IPC/0.8-1) > 0.02 || math.Abs(smp.IPCE/0.6-1) > 0.02 || math.Abs(smp.StallsL3Miss/smp.StallsTotal/0.4-1) > 0.02 {
+			t.Fatalf("sample %+v: want IPC 0.8, IPCE 0.6 (rates 2.0e9/2.5e9, stalls 1.0e9)", smp)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("%d samples", n)
+	}
+	// On the PMU a quarter of the time: only the enabled/running scaling recovers the
+	// true 2e9 instructions per second.
+	js := bm.Jobs[0]
+	if err := pf.Start(js, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	c0, _ := pf.Read(js.ID)
+	t0 := time.Now()
+	time.Sleep(300 * time.Millisecond)
+	c1, _ := pf.Read(js.ID)
+	if r := (c1.Instructions - c0.Instructions) / time.Since(t0).Seconds(); r < 1.8e9 || r > 2.2e9 {
+		t.Errorf("instruction rate %.3g/s, want 2e9/s", r)
+	}
+	pf.Close()
+	if k := pmu.OpenFDs(); k != 0 {
+		t.Errorf("%d perf descriptors left open", k)
 	}
 }
