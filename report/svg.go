@@ -11,7 +11,7 @@ import (
 // Chart geometry (SVG user units; the SVG scales to the page width).
 const (
 	chartW  = 960
-	marginL = 64
+	marginL = 92
 	marginR = 16
 	marginT = 14
 	marginB = 34

@@ -46,10 +46,10 @@ func NewStaticScheduler(env sched.Env) (sched.Scheduler, error) {
 // socket's controller; the decided masks become allocations, the reserved host ways the
 // system/default mask, and the repacking cost the tick's ConsolidatedWays.
 //
-// The collector's samples carry no load counter, so the phase signature uses LLC references
-// per instruction instead of loads per instruction: LLC references are L2 misses, which the
-// private L2 determines independently of the LLC allocation — the property dCat's signature
-// needs (seed003.md §1.7).
+// The phase signature is retired loads per instruction (the samples' L1References, dCat's
+// l1_ref). On a platform that reports no loads, LLC references per instruction stand in: LLC
+// references are L2 misses, which the private L2 determines independently of the LLC
+// allocation — the property dCat's signature needs (seed003.md §1.7).
 //
 // scheduler.options: baseline (ways, default 2), baselines (map of job name to ways),
 // policy (max-performance | max-fairness), period_t (s, default 1), miss_rate_threshold,
@@ -305,8 +305,12 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		}
 		s.lastSeen[r.ID] = r.Last
 		l := r.Last
+		loads := l.L1References
+		if loads <= 0 && l.Instructions > 0 {
+			loads = l.LLCReferences // a platform without a load counter
+		}
 		samples[sock] = append(samples[sock], Sample{ID: s.names[r.ID], Instructions: l.Instructions,
-			Cycles: l.Cycles, Loads: l.LLCReferences, LLCRefs: l.LLCReferences, LLCMisses: l.LLCMisses})
+			Cycles: l.Cycles, Loads: loads, LLCRefs: l.LLCReferences, LLCMisses: l.LLCMisses, Interval: l.Interval})
 	}
 	for sock, c := range s.ctl {
 		dec, ok, err := c.Step(obs.Now, samples[sock])

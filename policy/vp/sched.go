@@ -155,6 +155,14 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		free[best] = free[best][min(n, len(free[best])):]
 		d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: best})
 	}
+	// Where jobs actually run first (the run loop picks the cores of a move), then newcomers.
+	for _, r := range obs.Running {
+		id := strconv.Itoa(r.ID)
+		if s.known[r.ID] && (r.Socket != s.socket[r.ID] || !sameCores(r.Placed, s.coresOf(id))) {
+			_ = s.c.SetCores(id, r.Placed)
+			s.socket[r.ID] = r.Socket
+		}
+	}
 	var samples []Sample
 	for _, r := range obs.Running {
 		id := strconv.Itoa(r.ID)
@@ -169,9 +177,6 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			}
 			s.known[r.ID] = true
 			s.socket[r.ID] = r.Socket
-		} else if r.Socket != s.socket[r.ID] || !sameCores(r.Placed, s.coresOf(id)) {
-			_ = s.c.SetCores(id, r.Placed)
-			s.socket[r.ID] = r.Socket
 		}
 		if r.Last == nil || r.Last == s.lastSeen[r.ID] {
 			continue
@@ -179,7 +184,8 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		s.lastSeen[r.ID] = r.Last
 		l := r.Last
 		samples = append(samples, Sample{ID: id, Instructions: l.Instructions, Cycles: l.Cycles,
-			L2Misses: l.LLCReferences, LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds()})
+			L2Misses: l.LLCReferences, LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds(),
+			Interval: l.Interval})
 	}
 	dec, ok, err := s.c.Step(obs.Now, samples)
 	if err != nil {

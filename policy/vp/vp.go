@@ -181,6 +181,9 @@ type Sample struct {
 	L2Misses     float64 // or LLC references where no L2-miss counter exists
 	LLCMisses    float64
 	MemBytes     float64 // memory traffic (MBM total bytes)
+	// Interval is the time the counts cover; 0 means "since the previous period" (see
+	// dcat.Sample.Interval).
+	Interval time.Duration
 }
 
 // Config is a workload's placement and limits.
@@ -309,6 +312,8 @@ type Controller struct {
 	pend    *pending
 	changed bool
 	history []Action
+	// exhausted holds victims whose ladder ran out, until they are no longer hurt.
+	exhausted map[string]bool
 }
 
 // New validates the options against the machine.
@@ -319,7 +324,7 @@ func New(m *machine.Profile, opt Options) (*Controller, error) {
 	if err := opt.Validate(m); err != nil {
 		return nil, err
 	}
-	return &Controller{m: m, opt: opt, ws: map[string]*workload{}}, nil
+	return &Controller{m: m, opt: opt, ws: map[string]*workload{}, exhausted: map[string]bool{}}, nil
 }
 
 // History returns every action taken so far, in order (undone ones marked Reverted).
@@ -411,7 +416,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		if _, ok := c.ws[s.ID]; !ok {
 			return Decision{}, false, fmt.Errorf("vp: sample for unknown workload %q", s.ID)
 		}
-		if s.Instructions < 0 || s.Cycles < 0 || s.L2Misses < 0 || s.LLCMisses < 0 || s.MemBytes < 0 ||
+		if s.Instructions < 0 || s.Cycles < 0 || s.L2Misses < 0 || s.LLCMisses < 0 || s.MemBytes < 0 || s.Interval < 0 ||
 			math.IsNaN(s.Instructions+s.Cycles+s.L2Misses+s.LLCMisses+s.MemBytes) {
 			return Decision{}, false, fmt.Errorf("vp: sample for %q has a negative or NaN counter: %+v", s.ID, s)
 		}
@@ -430,6 +435,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		a.L2Misses += s.L2Misses
 		a.LLCMisses += s.LLCMisses
 		a.MemBytes += s.MemBytes
+		a.Interval += s.Interval
 	}
 	if now-c.last < c.opt.Period {
 		if c.changed {
@@ -455,6 +461,9 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 func (c *Controller) observe(w *workload, now time.Duration) {
 	s := w.acc
 	dt := (now - w.since).Seconds()
+	if s.Interval > 0 {
+		dt = s.Interval.Seconds()
+	}
 	w.acc = Sample{ID: w.cfg.ID}
 	w.since = now
 	if s.Instructions <= 0 || s.Cycles <= 0 || dt <= 0 {
@@ -555,6 +564,11 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			c.history = append(c.history, undo)
 		}
 	}
+	for id := range c.exhausted {
+		if w, ok := c.ws[id]; !ok || !w.hurtState {
+			delete(c.exhausted, id)
+		}
+	}
 	// Episode: continue while its victim is hurt; otherwise close it and look for a new one.
 	if c.ep != nil {
 		v, ok := c.ws[c.ep.victim]
@@ -573,7 +587,7 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 		for _, id := range c.ids {
 			w := c.ws[id]
 			hk, hurt := c.hurtKind(w)
-			if !hurt {
+			if !hurt || c.exhausted[id] {
 				continue
 			}
 			dg := w.cfg.Weight * (1 - 1/w.slowdown())
@@ -588,6 +602,10 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 	}
 	act, ok := c.choose(c.ep)
 	if !ok {
+		// Nothing left on the ladder for this victim: give up on it until its hurt clears,
+		// so that other victims are served.
+		c.exhausted[c.ep.victim] = true
+		c.ep = nil
 		return
 	}
 	act.At = now
