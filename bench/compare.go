@@ -25,7 +25,20 @@ type Report struct {
 	RunDir     string    `json:"run_dir,omitempty"`
 	Schedulers []Summary `json:"schedulers"`
 	Comparison []Change  `json:"comparison,omitempty"`
-	Results    []*Result `json:"-"`
+	// Influx is the InfluxDB sink's outcome when the benchmark has a data.db block.
+	Influx  *SinkStats `json:"influx,omitempty"`
+	Results []*Result  `json:"-"`
+}
+
+// SinkStats is what the InfluxDB sink (data.db) delivered during a run: lines queued,
+// acknowledged by the database, and not delivered (kept in Spool).
+type SinkStats struct {
+	Target      string `json:"target"` // host/database
+	Queued      int64  `json:"queued"`
+	Delivered   int64  `json:"delivered"`
+	Undelivered int64  `json:"undelivered"`
+	Spool       string `json:"spool,omitempty"`
+	LastError   string `json:"last_error,omitempty"`
 }
 
 // Change compares one scheduler against the first (the baseline), in percent
@@ -159,9 +172,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("time over target p90", func(s Summary) string { return frac(s.TimeOverTargetP90) })
 	row("jobs completed", func(s Summary) string { return fmt.Sprint(s.JobsCompleted) })
 	row("jobs rejected", func(s Summary) string { return fmt.Sprint(s.JobsRejected) })
+	row("jobs queued at max_t", func(s Summary) string { return fmt.Sprint(s.JobsQueuedAtEnd) })
+	row("jobs arriving after max_t", func(s Summary) string { return fmt.Sprint(s.JobsNotStarted) })
 	row("queueing delay mean", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayMean) })
 	row("queueing delay p90", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayP90) })
 	row("probes (failed)", func(s Summary) string { return fmt.Sprintf("%d (%d)", s.Probes, s.ProbesFailed) })
+	row("re-probes", func(s Summary) string { return fmt.Sprint(s.Reprobes) })
+	row("migrations", func(s Summary) string { return fmt.Sprint(s.Migrations) })
 	row("consolidations", func(s Summary) string { return fmt.Sprint(s.Consolidations) })
 	row("wall time", func(s Summary) string { return fmt.Sprintf("%.2f s", s.WallSeconds) })
 	if err := tw.Flush(); err != nil {
@@ -173,6 +190,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if r.RunDir != "" {
 		fmt.Fprintf(w, "results: %s\n", r.RunDir)
+	}
+	if s := r.Influx; s != nil {
+		fmt.Fprintf(w, "influxdb %s: %d points delivered, %d undelivered", s.Target, s.Delivered, s.Undelivered)
+		if s.Undelivered > 0 {
+			fmt.Fprintf(w, " (kept in %s)", s.Spool)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ type rjob struct {
 	appliedMask uint64
 	appliedMBA  int
 	probe       *activeProbe
+	probes      int
 }
 
 type activeProbe struct {
@@ -84,6 +85,8 @@ type Result struct {
 	Samples          int
 	Probes           int
 	ProbesFailed     int
+	Reprobes         int // probes of a job that had been probed before
+	Migrations       int // jobs moved to another socket (rebalancing, forced moves)
 	Consolidations   int
 	ConsolidatedWays int
 	// AllocationMismatches counts collector read-backs that disagreed with what the
@@ -290,6 +293,11 @@ func (r *runner) loop() error {
 		j.reason = "still queued at max_t"
 		r.recordJob(j)
 	}
+	for _, j := range r.jobs[nextArrival:] { // arrive at or after max_t: never admitted
+		j.state = StateNotStarted
+		j.reason = fmt.Sprintf("arrives at %v, not before max_t (%v)", j.spec.Arrival, bm.MaxT)
+		r.recordJob(j)
+	}
 	r.res.Virtual = end
 	for _, j := range r.jobs {
 		r.res.Jobs = append(r.res.Jobs, j.result())
@@ -348,7 +356,7 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 		r.warnf("job %s: reading counters: %v", j.spec.Name, err)
 		return
 	}
-	d := sched.Sample{Interval: now - j.lastT,
+	d := sched.Sample{Interval: now - j.lastT, At: now,
 		Instructions: c.Instructions - j.last.Instructions, Cycles: c.Cycles - j.last.Cycles,
 		StallsTotal: c.StallsTotal - j.last.StallsTotal, StallsL3Miss: c.StallsL3Miss - j.last.StallsL3Miss,
 		LLCReferences: c.LLCReferences - j.last.LLCReferences, LLCMisses: c.LLCMisses - j.last.LLCMisses,
@@ -404,6 +412,7 @@ func (r *runner) finish(j *rjob, state, reason string) {
 	if err := r.pf.Stop(j.spec.ID); err != nil {
 		r.warnf("job %s: stop: %v", j.spec.Name, err)
 	}
+	r.applied(j, 0, 0) // Stop removed its class
 	for _, c := range j.cpus {
 		delete(r.busy, c)
 	}
@@ -508,6 +517,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		r.event("place", j.spec.ID, fmt.Sprintf("socket %d cores %s", p.Socket, cpuList(cpus)))
 		r.recordJob(j)
 	}
+	migratedHeld := false
 	for _, mv := range d.Migrate {
 		j := r.byID[mv.Job]
 		if j == nil || j.state != StateRunning || j.socket == mv.Socket || j.probe != nil {
@@ -534,13 +544,18 @@ func (r *runner) schedule(now time.Duration) bool {
 		for _, c := range cpus {
 			r.busy[c] = j.spec.ID
 		}
+		r.res.Migrations++
 		r.event("migrate", j.spec.ID, fmt.Sprintf("socket %d -> %d", j.socket, mv.Socket))
+		r.applied(j, 0, 0) // the job left its class on the old socket (Platform.Move)
 		j.cpus, j.socket = cpus, mv.Socket
 		if j.reserved != 0 { // the group stays behind: back to system/default
 			j.reserved, j.mba = 0, 0
+			migratedHeld = true
 		}
-		j.appliedMask, j.appliedMBA = 0, 0
 		r.recordJob(j)
+	}
+	if migratedHeld && len(d.Allocate) == 0 && len(d.DefaultMask) == 0 {
+		r.updateDefaults(nil) // system/default takes back the ways the moved jobs held
 	}
 	r.applyAllocations(d)
 	for _, pr := range d.Probe {
@@ -549,15 +564,34 @@ func (r *runner) schedule(now time.Duration) bool {
 	return placed
 }
 
+// setAlloc applies mask/mba to j through resctrl (mask 0: back to system/default) and
+// records the change in the allocation timeline.
 func (r *runner) setAlloc(j *rjob, mask uint64, mba int) error {
 	if err := r.pf.SetAllocation(j.spec.ID, j.socket, mask, mba); err != nil {
 		return err
 	}
-	j.appliedMask, j.appliedMBA = mask, mba
-	if mask == 0 {
-		j.appliedMBA = 0
-	}
+	r.applied(j, mask, mba)
 	return nil
+}
+
+// applied notes that j's class of service (CLOS "job-ID" on its socket) now holds
+// mask/mba and records every change, so that the allocation timeline is exact: a probe
+// segment's sub-mask, a consolidation move, and the removal of the class (mask 0, MBA
+// NaN, no members — store.Allocation) when the job leaves it, stops or migrates.
+func (r *runner) applied(j *rjob, mask uint64, mba int) {
+	if mask == 0 {
+		mba = 0
+	}
+	if mask == j.appliedMask && mba == j.appliedMBA {
+		return
+	}
+	rec := AllocationRecord{T: r.pf.Now(), Socket: j.socket, CLOS: fmt.Sprintf("job-%d", j.spec.ID), Mask: mask,
+		MBA: float64(mba), Members: []int{j.spec.ID}, Source: "sched"}
+	if mask == 0 {
+		rec.MBA, rec.Members = math.NaN(), []int{}
+	}
+	r.fail(r.rec.Allocation(rec))
+	j.appliedMask, j.appliedMBA = mask, mba
 }
 
 func (r *runner) dequeue(j *rjob) {
@@ -639,12 +673,7 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 			continue
 		}
 		j.reserved, j.mba = a.Mask, a.MBA
-		clos := ""
-		if a.Mask != 0 {
-			clos = fmt.Sprintf("job-%d", a.Job)
-		}
 		r.event("allocate", a.Job, fmt.Sprintf("%s: %#x + %d%% MBA on socket %d", a.Reason, a.Mask, a.MBA, j.socket))
-		r.fail(r.rec.Allocation(AllocationRecord{T: r.pf.Now(), Socket: j.socket, CLOS: clos, Mask: a.Mask, MBA: float64(a.MBA), Members: []int{a.Job}, Source: "sched"}))
 	}
 	r.updateDefaults(d.DefaultMask)
 }
@@ -726,6 +755,9 @@ func (r *runner) startProbe(req sched.ProbeRequest, now time.Duration) {
 		return
 	}
 	r.res.Probes++
+	if j.probes++; j.probes > 1 {
+		r.res.Reprobes++
+	}
 	p := &activeProbe{req: req, sweep: probe.NewSweep(req.Config, j.spec.IPCETarget)}
 	j.probe = p
 	r.event("probe-start", j.spec.ID, fmt.Sprintf("buffer %#x up to %d%% MBA on socket %d", req.Buffer, req.MaxMBA, req.Socket))

@@ -21,6 +21,7 @@ func init() {
 		noStore  bool
 		schedArg string
 		rcRoot   string
+		dbWait   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run BENCH.yaml",
@@ -36,6 +37,9 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
   colo run my-bench.yaml --scheduler dynamic --out runs/try1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if dbWait < 0 {
+				return badInputf("--db-wait %v: must be ≥ 0", dbWait)
+			}
 			bm, err := bench.Load(args[0])
 			if err != nil {
 				return badInput(err) // unreadable or invalid benchmark: file:line errors
@@ -65,18 +69,20 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
 				Warn: func(w string) { fmt.Fprintln(stderr, "colo: warning:", w) },
 				Wall: time.Now,
 			}
-			var closeStore func(bool) error
-			runDir := ""
+			var rs *runStore
 			if !noStore {
-				rec, dir, closer, err := openRunStore(bm, out, names, os.Args)
-				if err != nil {
+				if rs, err = newRunStore(bm, out, os.Args); err != nil {
 					return err
 				}
-				opt.Recorder, runDir, closeStore = rec, dir, closer
+				opt.Recorder = rs.recorder(bm)
+			} else if bm.DB != nil {
+				fmt.Fprintln(stderr, "colo: warning: --no-store: data.db is ignored (the sink streams what the run directory records)")
 			}
 			rep, err := bench.RunAll(bm, names, opt)
-			if closeStore != nil {
-				if cerr := closeStore(err == nil); err == nil && cerr != nil {
+			var influx *bench.SinkStats
+			if rs != nil {
+				var cerr error
+				if influx, cerr = rs.close(err == nil, dbWait, stderr); err == nil && cerr != nil {
 					err = cerr
 				}
 			}
@@ -87,7 +93,10 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
 				}
 				return err
 			}
-			rep.RunDir = runDir
+			if rs != nil {
+				rep.RunDir = rs.dir
+			}
+			rep.Influx = influx
 			if asJSON {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -103,5 +112,6 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
 	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object (keys in docs/bench.md)")
 	fl.BoolVar(&noStore, "no-store", false, "do not write a run directory")
 	fl.StringVar(&rcRoot, "resctrl-root", "", "resctrl mount for platform: linux (default /sys/fs/resctrl); ignored on sim")
+	fl.DurationVar(&dbWait, "db-wait", 10*time.Second, "with data.db: how long to wait at the end for InfluxDB to take the points still buffered (the rest is kept in the run directory)")
 	rootCmd.AddCommand(cmd)
 }
