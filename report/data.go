@@ -79,28 +79,27 @@ func (js *jobSeries) mean(m, b int) float64 {
 
 // runData is everything the report draws for one scheduler run.
 type runData struct {
-	dir       string // run directory label
-	run       store.Run
-	label     string // scheduler, or "dir: scheduler" when several directories are compared
-	jobs      []store.Job
-	job       map[int]store.Job
-	sum       store.Summary
-	hasSum    bool
-	allocs    []store.Allocation
-	events    []store.Event
-	probes    []store.ProbeSegment
-	parts     []store.PartitionResult
-	nSamples  int64
-	tMax      float64 // seconds
-	bucket    float64 // seconds per bucket
-	nBuckets  int
-	series    map[int]*jobSeries
-	avail     [nMetrics]bool
-	meanIPCE  map[int]float64 // time-weighted mean IPCE (percent) per job
-	overTgt   map[int]float64 // time over target per priority job with a target
-	ways      int
-	sockets   int
-	dirNotice []string
+	dir      string // run directory label
+	run      store.Run
+	label    string // scheduler, or "dir: scheduler" when several directories are compared
+	jobs     []store.Job
+	job      map[int]store.Job
+	sum      store.Summary
+	hasSum   bool
+	allocs   []store.Allocation
+	events   []store.Event
+	probes   []store.ProbeSegment
+	parts    []store.PartitionResult
+	nSamples int64
+	tMax     float64 // seconds
+	bucket   float64 // seconds per bucket
+	nBuckets int
+	series   map[int]*jobSeries
+	avail    [nMetrics]bool
+	meanIPCE map[int]float64 // time-weighted mean IPCE (percent) per job
+	overTgt  map[int]float64 // time over target per priority job with a target
+	ways     int
+	sockets  int
 }
 
 // maxBuckets bounds the points per series: enough for the chart width, few enough that a

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/testenv"
 	"colo/store"
 	"colo/store/storetest"
 )
@@ -39,9 +40,7 @@ func freePort(t testing.TB) int {
 
 func startInfluxd(t testing.TB) *influxd {
 	bin, err := exec.LookPath("influxd")
-	if err != nil {
-		t.Skip("influxd not installed (scripts/setup.sh installs the Debian package influxdb)")
-	}
+	testenv.Need(t, "influxd (Debian package influxdb; scripts/setup.sh installs it)", err)
 	// A free port can be taken between probing and binding: try again with new ports.
 	for attempt := 1; ; attempt++ {
 		d, err := tryInfluxd(t, bin)

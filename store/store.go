@@ -27,7 +27,6 @@ type Store struct {
 	mu       sync.Mutex
 	manifest Manifest
 	noManif  bool // run.json was missing when opened
-	writable bool
 	runs     map[int64]*RunWriter
 	closed   bool
 }
@@ -49,7 +48,7 @@ func Create(dir string, meta Meta) (*Store, error) {
 	if meta.Kind == "" {
 		meta.Kind = "run"
 	}
-	s := &Store{dir: dir, writable: true, runs: map[int64]*RunWriter{},
+	s := &Store{dir: dir, runs: map[int64]*RunWriter{},
 		manifest: Manifest{Format: FormatVersion, Meta: meta, Database: DatabaseFile}}
 	db, err := openDB(filepath.Join(dir, DatabaseFile))
 	if err != nil {
@@ -74,7 +73,7 @@ func Create(dir string, meta Meta) (*Store, error) {
 // Open opens an existing run directory for reading (and for appending). It succeeds on an
 // incomplete directory as long as run.json or colo.db exists; Missing says what is absent.
 func Open(dir string) (*Store, error) {
-	s := &Store{dir: dir, runs: map[int64]*RunWriter{}, writable: true}
+	s := &Store{dir: dir, runs: map[int64]*RunWriter{}}
 	mb, merr := os.ReadFile(filepath.Join(dir, ManifestFile))
 	dbPath := filepath.Join(dir, DatabaseFile)
 	_, dberr := os.Stat(dbPath)
@@ -89,7 +88,7 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("%s: %v (the manifest is damaged; delete it to read the database alone)", filepath.Join(dir, ManifestFile), err)
 		}
 		if s.manifest.Format != FormatVersion {
-			return nil, fmt.Errorf("%s: format %q, this colo reads %q", filepath.Join(dir, ManifestFile), s.manifest.Format, FormatVersion)
+			return nil, fmt.Errorf("%s: format %q, this colo reads %q: read it with the colo version that wrote it", filepath.Join(dir, ManifestFile), s.manifest.Format, FormatVersion)
 		}
 	} else {
 		s.noManif = true
@@ -107,7 +106,7 @@ func Open(dir string) (*Store, error) {
 		}
 		if v != schemaVersion {
 			db.Close()
-			return nil, fmt.Errorf("%s: schema version %d, this colo reads %d", dbPath, v, schemaVersion)
+			return nil, fmt.Errorf("%s: schema version %d, this colo reads %d: read it with the colo version that wrote it", dbPath, v, schemaVersion)
 		}
 		s.db = db
 	}
@@ -156,7 +155,7 @@ func (s *Store) BeginRun(r Run) (*RunWriter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.db == nil {
-		return nil, fmt.Errorf("%s has no database", s.dir)
+		return nil, fmt.Errorf("%s has no database (%s is missing): write runs into a directory made by store.Create", s.dir, DatabaseFile)
 	}
 	if r.Scheduler == "" {
 		return nil, errors.New("BeginRun: Run.Scheduler is empty")

@@ -132,8 +132,10 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 		if n == "" {
 			continue
 		}
-		if n != "shared" && !known(n) {
-			return badInputf("--schedulers: unknown scheduler %q (known: shared, %s)", n, strings.Join(sched.Names(), ", "))
+		if n != "shared" {
+			if err := bench.CheckScheduler(n); err != nil {
+				return badInputf("--schedulers: %v; or shared (least-loaded without RDT)", err)
+			}
 		}
 		names = append(names, n)
 	}
@@ -161,15 +163,6 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 			r.Reconfigurations, r.ReconfigPerMin, r.MovedWays)
 	}
 	return tw.Flush()
-}
-
-func known(n string) bool {
-	for _, k := range sched.Names() {
-		if k == n {
-			return true
-		}
-	}
-	return false
 }
 
 // runWith runs bm under the named scheduler with a recorder and returns the result.

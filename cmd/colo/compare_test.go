@@ -186,7 +186,7 @@ func TestCompareBadInput(t *testing.T) {
 		f    compareFlags
 		frag string
 	}{
-		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: "dcat,fastest", format: "table"}, `unknown scheduler "fastest"`},
+		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: "dcat,fastest", format: "table"}, `scheduler "fastest" is not known`},
 		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: "dcat", format: "xml"}, `--format "xml"`},
 		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: " , ", format: "table"}, "at least one"},
 		{"../../examples/dcat/nope.yaml", compareFlags{schedulers: "dcat", format: "table"}, "nope.yaml"},

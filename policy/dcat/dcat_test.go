@@ -554,18 +554,6 @@ func TestReturningTenantKeepsTables(t *testing.T) {
 	}
 }
 
-func TestScopedOptions(t *testing.T) {
-	o := map[string]any{"baseline": 2, "dcat.baseline": 3, "vp.window": 4, "period_t": 1.0, "lfoc+.x": 1}
-	d := ScopedOptions(o, "dcat.", "static-cat.")
-	if len(d) != 2 || d["baseline"] != 3 || d["period_t"] != 1.0 {
-		t.Fatalf("dcat scope %v", d)
-	}
-	v := ScopedOptions(o, "vp.")
-	if len(v) != 3 || v["window"] != 4 || v["baseline"] != 2 {
-		t.Fatalf("vp scope %v", v)
-	}
-}
-
 // Sparse masks (AMD): the Fig. 15 timeline with non-contiguous masks never moves a way.
 func TestSparseNeverMoves(t *testing.T) {
 	opt := DefaultOptions(20)

@@ -2,14 +2,13 @@ package lfocplus
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"time"
 
 	"colo/machine"
 	"colo/policy"
-	"colo/policy/dcat"
+	"colo/policy/ctlsched"
 	"colo/sched"
 )
 
@@ -22,7 +21,7 @@ func init() { sched.Register("lfoc+", NewScheduler) }
 // Sampling steps advance once per collector sample, so a short data frequency (e.g. 50 ms)
 // makes sampling mode short, as in the paper.
 //
-// scheduler.options (prefix "lfoc+." allowed, see dcat.ScopedOptions): period_t (s, 0.5),
+// scheduler.options (prefix "lfoc+." allowed, see ctlsched.Scoped): period_t (s, 0.5),
 // sampling_instructions (10e6), fairness_instructions (100e6), warmup_intervals (3),
 // early_stop_llcmpkc (0.5), high_llcmpkc (10), low_llcmpkc (3), phase_window (4),
 // streaming_llcmpkc (Table 1's 10; PBBCache uses 14), partition (lfoc+ | lfoc).
@@ -43,13 +42,8 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		return nil, fmt.Errorf("lfoc+: machine %s has %d LLC domains per socket; this scheduler manages one LLC per socket", m.Name, m.LLC.DomainsPerSocket)
 	}
 	opt := DefaultOptions(m.LLC.Ways, float64(m.BytesPerWay()))
-	o := dcat.ScopedOptions(env.Config.Options, "lfoc+.")
-	keys := make([]string, 0, len(o))
-	for k := range o {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	o := ctlsched.Scoped(env.Config.Options, "lfoc+.")
+	for _, k := range ctlsched.Keys(o) {
 		v := o[k]
 		if k == "partition" {
 			switch v {
@@ -64,17 +58,10 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 			}
 			continue
 		}
-		f, ok := toFloat(v)
-		if !ok {
-			return nil, fmt.Errorf("lfoc+: scheduler.options.%s = %v is not a number", k, v)
+		f, err := ctlsched.Number("lfoc+", k, v)
+		if err != nil {
+			return nil, err
 		}
-		whole := func() (int, error) {
-			if f != math.Trunc(f) {
-				return 0, fmt.Errorf("lfoc+: scheduler.options.%s = %v must be a whole number", k, f)
-			}
-			return int(f), nil
-		}
-		var err error
 		switch k {
 		case "period_t":
 			opt.Period = time.Duration(f * float64(time.Second))
@@ -83,7 +70,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		case "fairness_instructions":
 			opt.FairnessInstructions = f
 		case "warmup_intervals":
-			opt.WarmupIntervals, err = whole()
+			opt.WarmupIntervals, err = ctlsched.Whole("lfoc+", k, v)
 		case "early_stop_llcmpkc":
 			opt.EarlyStopLLCMPKC = f
 		case "high_llcmpkc":
@@ -91,7 +78,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		case "low_llcmpkc":
 			opt.LowLLCMPKC = f
 		case "phase_window":
-			opt.PhaseWindow, err = whole()
+			opt.PhaseWindow, err = ctlsched.Whole("lfoc+", k, v)
 		case "streaming_llcmpkc":
 			opt.Thresholds.StreamingLLCMPKC = f
 		default:
@@ -113,18 +100,6 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		s.mba = m.MBA.Max
 	}
 	return s, nil
-}
-
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	}
-	return 0, false
 }
 
 // Name implements sched.Scheduler.
@@ -166,33 +141,22 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	for _, id := range gone {
 		s.forget(id)
 	}
-	free := make([][]int, len(obs.FreeCPUs))
-	for i, f := range obs.FreeCPUs {
-		free[i] = append([]int(nil), f...)
-	}
+	free := ctlsched.CopyFree(obs.FreeCPUs)
 	for _, j := range obs.Queue {
 		if why := sched.NeverFits(j, s.m); why != "" {
 			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: why})
 			continue
 		}
-		best := -1
-		for sock := range free {
-			if sched.Fits(j, sock, free) && (best < 0 || len(free[sock]) > len(free[best])) {
-				best = sock
-			}
-		}
-		if best < 0 {
+		socks := ctlsched.Sockets(j, free)
+		if len(socks) == 0 {
 			break
 		}
+		best := socks[0]
 		if err := s.ctl[best].Add(strconv.Itoa(j.ID)); err != nil {
 			d.Log = append(d.Log, "lfoc+: "+err.Error())
 			break
 		}
-		n := j.Cores
-		if len(j.CPUs) > 0 {
-			n = len(j.CPUs)
-		}
-		free[best] = free[best][min(n, len(free[best])):]
+		ctlsched.Take(j, best, free)
 		s.socketOf[j.ID] = best
 		s.pending[j.ID] = obs.Now
 		d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: best})

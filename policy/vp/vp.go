@@ -88,27 +88,32 @@ func (h HurtKind) String() string {
 // Options are the controller's parameters.
 type Options struct {
 	Thresholds
-	// Period is the monitoring period (1 s in the thesis).
+	// Period is the monitoring period (the VPM samples every 1 s, seed004.md §2.8).
 	Period time.Duration
-	// HurtThreshold: a slowdown against the phase reference above 1 + HurtThreshold is hurt (10 %).
+	// HurtThreshold: a slowdown against the phase reference above 1 + HurtThreshold is hurt
+	// (10 %; the thesis says only "significant" hurt, seed004.md §2.3: colo's choice).
 	HurtThreshold float64
-	// PhaseThreshold: relative change of L2 MPKI that starts a new phase (50 %).
+	// PhaseThreshold: relative change of L2 MPKI that starts a new phase (50 %; colo's choice,
+	// the thesis has no phase detector).
 	PhaseThreshold float64
-	// Window is the repercussion window in periods after each action (2).
+	// Window is the repercussion window in periods after each action (2; the thesis never
+	// gives its length, seed004.md §2.6, §5: colo's choice).
 	Window int
 	// Saturation: a socket whose memory traffic exceeds this fraction of its bandwidth is
 	// saturated (0.8 of machine.Profile.MemBWPerSocketMBps; the thesis's 100 L3 MPKI per node,
 	// re-expressed in bytes as seed004.md §5.1 item 4 suggests).
 	Saturation float64
-	// ConfineWays is the size of the mask an aggressor is confined to (2).
+	// ConfineWays is the size of the mask an aggressor is confined to (2; VP had no CAT, so
+	// this rung is colo's RDT translation, seed004.md §5.1 item 1).
 	ConfineWays int
 	// MBAFloor is the lowest MBA value the ladder sets (the machine's minimum by default).
 	MBAFloor int
 	// QuotaStep and QuotaFloor: CPU quota is lowered by QuotaStep down to QuotaFloor
-	// (10 % steps like the Xen credit-scheduler cap; floor 0.5).
+	// (10 % steps like the Xen credit-scheduler cap, seed004.md §1.3, §2.8; the floor 0.5 is
+	// colo's choice).
 	QuotaStep, QuotaFloor float64
 	// Epsilon: an action with a repercussion is kept only if it lowers the weighted
-	// min-max unfairness by more than Epsilon (0).
+	// min-max unfairness by more than Epsilon (0; Merlin's ε is not given, seed004.md §5).
 	Epsilon float64
 	// Skip lists rungs the platform cannot actuate (e.g. CPU quota or moves inside a socket).
 	Skip []Kind
