@@ -20,11 +20,11 @@ func init() { sched.Register("vp", NewScheduler) }
 // migrations for socket moves, and system/default keeps every way (VP does not partition).
 //
 // The run loop has no CPU-quota actuator and moves jobs only between sockets, so the
-// cpu-quota and core-move rungs are skipped. The collector gives no L2-miss counter: LLC
-// references (every L2 miss is one) stand in, which makes MF the LLC miss ratio.
+// cpu-quota and core-move rungs are skipped. MF uses the samples' L2 misses (L2MissesOf).
 //
 // scheduler.options: period_t (s, 1), hurt_threshold (0.1), window (periods, 2),
-// saturation (0.8), confine_ways (2), mba_floor (machine minimum), priority_weight (weight of
+// saturation (0.8), saturation_exit (0.75 of saturation), relax_after (periods, 5; 0 never
+// relaxes), confine_ways (2), mba_floor (machine minimum), priority_weight (weight of
 // priority jobs, 2), mpki_low/mpki_high (2/15), mf_low/mf_high (0.25/0.6); keys may carry the
 // prefix "vp." (ctlsched.Scoped).
 type Scheduler struct {
@@ -53,7 +53,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		if err != nil {
 			return nil, err
 		}
-		if k == "window" || k == "confine_ways" || k == "mba_floor" {
+		if k == "window" || k == "confine_ways" || k == "mba_floor" || k == "relax_after" {
 			if _, err := ctlsched.Whole("vp", k, v); err != nil {
 				return nil, err
 			}
@@ -67,6 +67,10 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 			opt.Window = int(f)
 		case "saturation":
 			opt.Saturation = f
+		case "saturation_exit":
+			opt.SaturationExit = f
+		case "relax_after":
+			opt.RelaxAfter = int(f)
 		case "confine_ways":
 			opt.ConfineWays = int(f)
 		case "mba_floor":
@@ -85,7 +89,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		case "mf_high":
 			opt.MFHigh = f
 		default:
-			return nil, fmt.Errorf("vp: unknown scheduler.options key %q (known: period_t, hurt_threshold, window, saturation, confine_ways, mba_floor, priority_weight, mpki_low, mpki_high, mf_low, mf_high)", k)
+			return nil, fmt.Errorf("vp: unknown scheduler.options key %q (known: period_t, hurt_threshold, window, saturation, saturation_exit, relax_after, confine_ways, mba_floor, priority_weight, mpki_low, mpki_high, mf_low, mf_high)", k)
 		}
 	}
 	c, err := New(m, opt)
@@ -157,7 +161,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		s.lastSeen[r.ID] = r.Last
 		l := r.Last
 		samples = append(samples, Sample{ID: id, Instructions: l.Instructions, Cycles: l.Cycles,
-			L2Misses: l.LLCReferences, LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds(),
+			L2Misses: L2MissesOf(*l), LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds(),
 			Interval: l.Interval})
 	}
 	dec, ok, err := s.c.Step(obs.Now, samples)
@@ -206,6 +210,16 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		d.DefaultMask[sock] = full
 	}
 	return d
+}
+
+// L2MissesOf is a sample's L2-miss count for MF (seed004.md §2.1): the L2-miss counter where
+// the platform has one (sim), else the LLC references, every one of which is an L2 miss
+// (linux: perf has no generic L2-miss event), which makes MF the LLC miss ratio there.
+func L2MissesOf(s sched.Sample) float64 {
+	if s.L2Misses > 0 {
+		return s.L2Misses
+	}
+	return s.LLCReferences
 }
 
 func (s *Scheduler) coresOf(id string) []int {

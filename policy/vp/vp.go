@@ -37,6 +37,26 @@
 //     cores first; its mask there is the full mask and it keeps its MBA and quota.
 //   - The repercussion window, the hurt threshold and the floors are options (the thesis gives
 //     none).
+//   - Saturation hysteresis: a bandwidth episode opens when the socket's traffic exceeds
+//     Saturation × its bandwidth and continues while its victim is hurt and the traffic
+//     exceeds SaturationExit × that threshold, so that the contention left just below the
+//     threshold is still acted on.
+//
+// # Relaxation (seed004.md §5.1 item 7: borrow/release ping-pong needs history or hysteresis)
+//
+// The thesis never gives a throttle back. Here the throttles (CAT confinement, MBA steps, CPU
+// quota) taken and kept form a stack. When no episode and no window is open, and the victim
+// of the most recent throttle and every workload of its target's socket have not been hurt
+// for RelaxAfter periods, that throttle is relaxed — most recent first, one step (an MBA or
+// quota step back, the mask before the confinement) — and a repercussion window watches the
+// socket and the victim. A workload that becomes hurt or moves down a row in it brings the
+// throttle back at once, and the throttle is then pinned: it is not relaxed again until its
+// victim or target changes phase or a workload of the target's socket leaves (a departure
+// can remove the contention; an arrival cannot). A throttle the ladder takes again after it
+// was relaxed is pinned the same way: the relaxation was premature. So a throttle is relaxed
+// at most once per change of the conditions it was taken under — no ping-pong. Moves are
+// not relaxed: the moved workload runs unthrottled where it is, and moving it back would
+// cost its cache contents again.
 package vp
 
 import (
@@ -115,6 +135,12 @@ type Options struct {
 	// Epsilon: an action with a repercussion is kept only if it lowers the weighted
 	// min-max unfairness by more than Epsilon (0; Merlin's ε is not given, seed004.md §5).
 	Epsilon float64
+	// SaturationExit: an open bandwidth episode continues while its victim is hurt and the
+	// socket's traffic exceeds SaturationExit × Saturation × bandwidth (0.75; colo's choice).
+	SaturationExit float64
+	// RelaxAfter: a kept throttle is relaxed after its victim and its target's socket have
+	// been free of hurt for this many periods (5; 0 never relaxes, as in the thesis).
+	RelaxAfter int
 	// Skip lists rungs the platform cannot actuate (e.g. CPU quota or moves inside a socket).
 	Skip []Kind
 }
@@ -132,6 +158,8 @@ func DefaultOptions(m *machine.Profile) Options {
 		ConfineWays:    2,
 		QuotaStep:      0.1,
 		QuotaFloor:     0.5,
+		SaturationExit: 0.75,
+		RelaxAfter:     5,
 	}
 	if m != nil && m.MBA != nil {
 		o.MBAFloor = m.MBA.Min
@@ -160,6 +188,12 @@ func (o Options) Validate(m *machine.Profile) error {
 	}
 	if !(o.QuotaStep > 0 && o.QuotaStep < 1) || !(o.QuotaFloor > 0 && o.QuotaFloor <= 1) {
 		bad("quota step %v / floor %v: must be fractions in (0, 1)", o.QuotaStep, o.QuotaFloor)
+	}
+	if !(o.SaturationExit > 0 && o.SaturationExit <= 1) {
+		bad("saturation_exit = %v: must be a fraction of saturation in (0, 1]", o.SaturationExit)
+	}
+	if o.RelaxAfter < 0 {
+		bad("relax_after = %d: must be ≥ 0 periods (0 never relaxes)", o.RelaxAfter)
 	}
 	if !(o.Epsilon >= 0) {
 		bad("epsilon = %v: must be non-negative", o.Epsilon)
@@ -215,12 +249,18 @@ type Action struct {
 	Before   Config
 	After    Config
 	Reverted bool // set on the copy reported when the action is undone
+	// Relax marks the relaxation of an earlier throttle (Kind says which rung is stepped
+	// back); reported Reverted when the hurt came back in its window.
+	Relax bool
 	// Repercussions are the workloads whose hurt the window charged to this action.
 	Repercussions []string
 }
 
 func (a Action) String() string {
 	s := fmt.Sprintf("%v %s for %s (%v)", a.Kind, a.Target, a.Victim, a.Hurt)
+	if a.Relax {
+		s = "relax " + s
+	}
 	if a.Reverted {
 		s += " reverted"
 	}
@@ -280,6 +320,8 @@ type workload struct {
 	bwRate    float64 // bytes per second
 	observed  bool
 	hurtState bool
+	quiet     int  // consecutive observed periods without hurt
+	newPhase  bool // a new phase started this period
 }
 
 func (w *workload) slowdown() float64 {
@@ -295,8 +337,16 @@ type episode struct {
 	excluded map[[2]string]bool // (kind, target) undone for this episode
 }
 
+// kept is a throttle in force.
+type kept struct {
+	act    Action
+	pinned bool // its relaxation brought hurt back (or it was re-taken after one)
+}
+
 type pending struct {
 	act     Action
+	k       *kept            // the throttle entry the action created (nil for moves)
+	relax   *kept            // the throttle this window tests the relaxation of (act.Relax)
 	left    int              // periods left in the window
 	before  map[string]bool  // hurt before the action
 	rows    map[string]Reuse // rows before the action
@@ -319,6 +369,12 @@ type Controller struct {
 	history []Action
 	// exhausted holds victims whose ladder ran out, until they are no longer hurt.
 	exhausted map[string]bool
+	// kept holds the throttles in force, oldest first; relaxed the (kind, target) pairs
+	// relaxed since their last change, whose re-taking pins the throttle.
+	kept    []*kept
+	relaxed map[[2]string]bool
+	// acted holds the workloads an action targeted (their hurt is the controller's doing).
+	acted map[string]bool
 }
 
 // New validates the options against the machine.
@@ -329,7 +385,8 @@ func New(m *machine.Profile, opt Options) (*Controller, error) {
 	if err := opt.Validate(m); err != nil {
 		return nil, err
 	}
-	return &Controller{m: m, opt: opt, ws: map[string]*workload{}, exhausted: map[string]bool{}}, nil
+	return &Controller{m: m, opt: opt, ws: map[string]*workload{}, exhausted: map[string]bool{}, relaxed: map[[2]string]bool{},
+		acted: map[string]bool{}}, nil
 }
 
 // History returns every action taken so far, in order (undone ones marked Reverted).
@@ -388,7 +445,22 @@ func (c *Controller) Remove(id string) error {
 	if _, ok := c.ws[id]; !ok {
 		return fmt.Errorf("vp: no workload %q", id)
 	}
+	sock := c.ws[id].cfg.socket(c.m)
 	delete(c.ws, id)
+	delete(c.acted, id)
+	delete(c.exhausted, id)
+	// a departure can remove the contention a pinned throttle was kept for
+	var ks []*kept
+	for _, k := range c.kept {
+		if k.act.Target == id {
+			continue
+		}
+		if t, ok := c.ws[k.act.Target]; ok && t.cfg.socket(c.m) == sock {
+			c.unpin(k)
+		}
+		ks = append(ks, k)
+	}
+	c.kept = ks
 	for i, x := range c.ids {
 		if x == id {
 			c.ids = append(c.ids[:i], c.ids[i+1:]...)
@@ -398,7 +470,7 @@ func (c *Controller) Remove(id string) error {
 	if c.ep != nil && c.ep.victim == id {
 		c.ep, c.pend = nil, nil
 	}
-	if c.pend != nil && c.pend.act.Target == id {
+	if c.pend != nil && (c.pend.act.Target == id || c.pend.relax != nil && c.pend.act.Victim == id) {
 		c.pend = nil
 	}
 	c.changed = true
@@ -483,7 +555,9 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 	w.bwRate = s.MemBytes / dt
 	w.state = c.opt.Classify(w.l3mpki, w.mf)
 	l2 := L3MPKI(s.L2Misses, s.Instructions) // same formula: misses per kilo-instruction
+	w.newPhase = false
 	if !w.hasRef || math.Abs(l2-w.phaseL2) > c.opt.PhaseThreshold*math.Max(w.phaseL2, 1e-9) {
+		w.newPhase = w.hasRef
 		w.hasRef, w.refIPC, w.refState, w.phaseL2 = true, w.ipc, w.state, l2
 	} else {
 		if w.ipc > w.refIPC {
@@ -494,6 +568,11 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 		}
 	}
 	w.hurtState = w.slowdown() > 1+c.opt.HurtThreshold
+	if w.hurtState {
+		w.quiet = 0
+	} else {
+		w.quiet++
+	}
 }
 
 func (c *Controller) socketBW(sock int) float64 {
@@ -519,7 +598,13 @@ func (c *Controller) hurtKind(w *workload) (HurtKind, bool) {
 	if w.state.Row() > w.refState.Row() {
 		return CacheHurt, true
 	}
-	if c.saturated(w.cfg.socket(c.m)) {
+	sock := w.cfg.socket(c.m)
+	if c.saturated(sock) {
+		return BandwidthHurt, true
+	}
+	// hysteresis: the open bandwidth episode of this victim goes on below the threshold
+	if c.ep != nil && c.ep.victim == w.cfg.ID && c.ep.hurt == BandwidthHurt &&
+		c.socketBW(sock) > c.opt.SaturationExit*c.opt.Saturation*c.m.MemBWPerSocketMBps*1e6 {
 		return BandwidthHurt, true
 	}
 	return 0, false
@@ -540,18 +625,22 @@ func (c *Controller) wmu() float64 {
 	return metric.WeightedMaxUnfairness(s, wt)
 }
 
-// control runs the repercussion window and the ladder.
+// control runs the repercussion window, the ladder and the relaxation of kept throttles.
 func (c *Controller) control(now time.Duration, d *Decision) {
-	if p := c.pend; p != nil {
-		for id := range p.watch {
-			w, ok := c.ws[id]
-			if !ok || id == p.act.Victim || id == p.act.Target || !w.observed {
-				continue
-			}
-			if (w.hurtState && !p.before[id]) || w.state.Row() > p.rows[id] {
-				p.charged[id] = true
+	// a phase change of a throttle's victim or target changes the conditions it was kept under
+	for _, k := range c.kept {
+		for _, id := range []string{k.act.Target, k.act.Victim} {
+			if w, ok := c.ws[id]; ok && w.newPhase {
+				c.unpin(k)
 			}
 		}
+	}
+	if p := c.pend; p != nil && p.relax != nil {
+		if c.relaxWindow(p, d) {
+			return
+		}
+	} else if p != nil {
+		c.charge(p, false)
 		p.left--
 		if p.left > 0 {
 			return
@@ -564,6 +653,7 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			if t, ok := c.ws[undo.Target]; ok {
 				t.cfg = undo.Before
 			}
+			c.drop(p.k)
 			c.ep.excluded[[2]string{undo.Kind.String(), undo.Target}] = true
 			d.Undone = append(d.Undone, undo)
 			c.history = append(c.history, undo)
@@ -601,6 +691,7 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			}
 		}
 		if best == nil {
+			c.relax(now, d)
 			return
 		}
 		c.ep = &episode{victim: best.cfg.ID, hurt: bestHK, excluded: map[[2]string]bool{}}
@@ -617,18 +708,181 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 	c.ws[act.Target].cfg = act.After
 	d.Actions = append(d.Actions, act)
 	c.history = append(c.history, act)
-	p := &pending{act: act, left: c.opt.Window, before: map[string]bool{}, rows: map[string]Reuse{},
-		wmu: c.wmu(), charged: map[string]bool{}, watch: map[string]bool{}}
+	c.acted[act.Target] = true
+	p := c.newPending(act)
+	if throttle(act.Kind) {
+		// a throttle taken again after its relaxation is pinned: the relaxation was premature
+		p.k = &kept{act: act, pinned: c.relaxed[keyOf(act)]}
+		c.kept = append(c.kept, p.k)
+	}
 	socks := map[int]bool{act.Before.socket(c.m): true, act.After.socket(c.m): true}
 	for _, id := range c.ids {
-		w := c.ws[id]
-		if socks[w.cfg.socket(c.m)] {
+		if socks[c.ws[id].cfg.socket(c.m)] {
 			p.watch[id] = true
 		}
+	}
+	c.pend = p
+}
+
+func (c *Controller) newPending(act Action) *pending {
+	p := &pending{act: act, left: c.opt.Window, before: map[string]bool{}, rows: map[string]Reuse{},
+		wmu: c.wmu(), charged: map[string]bool{}, watch: map[string]bool{}}
+	for _, id := range c.ids {
+		w := c.ws[id]
 		p.before[id] = w.hurtState
 		p.rows[id] = w.state.Row()
 	}
-	c.pend = p
+	return p
+}
+
+// charge records the watched workloads that became hurt or moved down a row since the
+// window opened. The action's target is never charged, nor its victim unless withVictim.
+func (c *Controller) charge(p *pending, withVictim bool) {
+	for id := range p.watch {
+		w, ok := c.ws[id]
+		if !ok || id == p.act.Target || (id == p.act.Victim && !withVictim) || !w.observed {
+			continue
+		}
+		if (w.hurtState && !p.before[id]) || w.state.Row() > p.rows[id] {
+			p.charged[id] = true
+		}
+	}
+}
+
+func throttle(k Kind) bool { return k == CATConfine || k == MBAStep || k == CPUQuota }
+
+func keyOf(a Action) [2]string { return [2]string{a.Kind.String(), a.Target} }
+
+func (c *Controller) unpin(k *kept) {
+	k.pinned = false
+	delete(c.relaxed, keyOf(k.act))
+}
+
+// drop forgets a kept throttle.
+func (c *Controller) drop(k *kept) {
+	for i, x := range c.kept {
+		if x == k {
+			c.kept = append(c.kept[:i], c.kept[i+1:]...)
+			return
+		}
+	}
+}
+
+// relaxWindow runs one period of a relaxation's window; it reports whether the period ends
+// here (window still open, or the relaxation just reverted).
+func (c *Controller) relaxWindow(p *pending, d *Decision) bool {
+	c.charge(p, true)
+	p.left--
+	if len(p.charged) > 0 {
+		// the hurt is back: restore the throttle at once and keep it until conditions change
+		c.pend = nil
+		undo := p.act
+		undo.Reverted = true
+		undo.Repercussions = sortedKeys(p.charged)
+		if t, ok := c.ws[undo.Target]; ok {
+			setRung(undo.Kind, &t.cfg, undo.Before)
+		}
+		p.relax.pinned = true
+		d.Undone = append(d.Undone, undo)
+		c.history = append(c.history, undo)
+		return true
+	}
+	if p.left > 0 {
+		return true
+	}
+	c.pend = nil
+	c.drop(p.relax)
+	c.relaxed[keyOf(p.act)] = true
+	return false
+}
+
+// setRung copies the setting of rung k from src into dst.
+func setRung(k Kind, dst *Config, src Config) {
+	switch k {
+	case CATConfine:
+		dst.Mask = src.Mask
+	case MBAStep:
+		dst.MBA = src.MBA
+	case CPUQuota:
+		dst.Quota = src.Quota
+	}
+}
+
+// relax steps back the most recent kept throttle that is not pinned and whose victim and
+// target socket have been calm for RelaxAfter periods, and opens its window.
+func (c *Controller) relax(now time.Duration, d *Decision) {
+	if c.opt.RelaxAfter == 0 || c.pend != nil {
+		return
+	}
+	for i := len(c.kept) - 1; i >= 0; i-- {
+		k := c.kept[i]
+		t, ok := c.ws[k.act.Target]
+		if !ok || k.pinned || !c.calm(k, t) {
+			continue
+		}
+		after, ok := c.stepBack(k, t)
+		if !ok { // nothing left to relax (e.g. a move reset the mask)
+			c.drop(k)
+			continue
+		}
+		act := Action{At: now, Kind: k.act.Kind, Target: t.cfg.ID, Victim: k.act.Victim, Hurt: k.act.Hurt,
+			Relax: true, Before: cloneCfg(t.cfg), After: after}
+		t.cfg = after
+		d.Actions = append(d.Actions, act)
+		c.history = append(c.history, act)
+		p := c.newPending(act)
+		p.relax = k
+		sock := t.cfg.socket(c.m)
+		for _, id := range c.ids {
+			if c.ws[id].cfg.socket(c.m) == sock || id == k.act.Victim {
+				p.watch[id] = true
+			}
+		}
+		c.pend = p
+		return
+	}
+}
+
+// calm: the throttle's victim and every workload of its target's socket have gone
+// RelaxAfter periods without hurt. Workloads the controller acted on are left out: their
+// hurt is its own doing (a throttled target is slower than its best by design).
+func (c *Controller) calm(k *kept, t *workload) bool {
+	sock := t.cfg.socket(c.m)
+	for _, id := range c.ids {
+		w := c.ws[id]
+		if id != k.act.Victim && (w.cfg.socket(c.m) != sock || c.acted[id]) {
+			continue
+		}
+		if w.observed && w.quiet < c.opt.RelaxAfter {
+			return false
+		}
+	}
+	return true
+}
+
+// stepBack is the target's configuration with the throttle k stepped back one step.
+func (c *Controller) stepBack(k *kept, t *workload) (Config, bool) {
+	cfg := cloneCfg(t.cfg)
+	switch k.act.Kind {
+	case CATConfine:
+		if cfg.Mask != k.act.After.Mask {
+			return cfg, false
+		}
+		cfg.Mask = k.act.Before.Mask
+	case MBAStep:
+		if c.m.MBA == nil || cfg.MBA >= c.m.MBA.Max {
+			return cfg, false
+		}
+		cfg.MBA = min(c.m.MBA.Max, cfg.MBA+c.m.MBA.Gran)
+	case CPUQuota:
+		if cfg.Quota >= 1 {
+			return cfg, false
+		}
+		cfg.Quota = math.Min(1, math.Round((cfg.Quota+c.opt.QuotaStep)*1000)/1000)
+	default:
+		return cfg, false
+	}
+	return cfg, true
 }
 
 // aggressors ranks the candidate aggressors of an episode.
