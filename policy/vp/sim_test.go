@@ -8,6 +8,7 @@ import (
 
 	"colo/machine"
 	"colo/profile"
+	"colo/sched"
 	"colo/sim"
 )
 
@@ -223,5 +224,78 @@ func TestSimBandwidthHurtThrottlesHogs(t *testing.T) {
 	// stopped at 27.6 GB/s with the victim 1.23× slower)
 	if !(bw1 <= limit && last.Slowdown < first.Slowdown-0.2 && last.Slowdown < 1.15) {
 		t.Fatalf("traffic %.1f GB/s (threshold %.1f), victim slowdown %.2f → %.2f", bw1/1e9, limit/1e9, first.Slowdown, last.Slowdown)
+	}
+}
+
+// The 9-state classification of the data set's 55 applications from the simulator's
+// counters (skx-6138, each alone, 1 s after 2 s of warm-up), MF = LLC misses / the L2-miss
+// counter: the same state as the measured table gives (L3 MPKI = llcmpki, MF =
+// llcmpki / llcrpki, TestClassifyDataset) with the whole LLC and with one way. Milc (S8) and
+// Mcf (S1, moving down with one way) are the thesis's anchors.
+func TestSimClassifyDataset(t *testing.T) {
+	set, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := machine.Get("skx-6138")
+	th := DefaultThresholds()
+	measure := func(tb *profile.Table, ways int) (State, float64) {
+		m, err := sim.New(p, sim.Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		masks := make([]uint64, p.LLCDomains())
+		for i := range masks {
+			masks[i] = 1<<uint(ways) - 1
+		}
+		if err := m.SetCLOS(1, masks, nil); err != nil {
+			t.Fatal(err)
+		}
+		id, err := m.AddWorkload(sim.Single(sim.FromTable(tb), 1), []int{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Assign(id, 1); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 20; i++ {
+			m.Step(100 * time.Millisecond)
+		}
+		c := m.Step(time.Second)[0]
+		if c.LLCReferences > 0 && c.L2Misses == 0 {
+			t.Fatalf("%s: the simulator reports no L2 misses", tb.Name)
+		}
+		s := sched.Sample{Instructions: float64(c.Instructions), LLCReferences: float64(c.LLCReferences),
+			LLCMisses: float64(c.LLCMisses), L2Misses: float64(c.L2Misses)}
+		mf := MemoryFactor(s.LLCMisses, L2MissesOf(s))
+		return th.Classify(L3MPKI(s.LLCMisses, s.Instructions), mf), mf
+	}
+	table := func(tb *profile.Table, w int) State {
+		mpki := tb.Value(profile.LLCMPKI, w)
+		return th.Classify(mpki, MemoryFactor(mpki, tb.Value(profile.LLCRPKI, w)))
+	}
+	count := map[State]int{}
+	for _, name := range set.Names() {
+		tb, _ := set.Get(name)
+		for _, w := range []int{set.Ways(), 1} {
+			got, mf := measure(tb, w)
+			if want := table(tb, w); got != want {
+				t.Errorf("%s with %d ways: %v (MF %.3f) on sim, %v from its table", name, w, got, mf, want)
+			}
+			if w == set.Ways() {
+				count[got]++
+			}
+		}
+	}
+	t.Logf("states with the whole LLC on sim: %v", count)
+	milc, _ := set.Get("milc06")
+	mcf, _ := set.Get("mcf00")
+	if s, _ := measure(milc, set.Ways()); s != 8 {
+		t.Errorf("milc06 should be S8, is %v", s)
+	}
+	full, _ := measure(mcf, set.Ways())
+	one, _ := measure(mcf, 1)
+	if full != 1 || one.Row() <= full.Row() {
+		t.Errorf("mcf00 should be S1 and move down with one way: %v, %v", full, one)
 	}
 }
