@@ -122,7 +122,7 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		}
 		sum := Summarize(res, wall)
 		if env.IPCEUnavailable != "" {
-			sum.Notes = append(sum.Notes, "IPCE unavailable on this platform ("+env.IPCEUnavailable+"): IPCE results are empty and no allocation is probed")
+			sum.Notes = append(sum.Notes, "IPC/IPCE unavailable on this platform ("+env.IPCEUnavailable+"): IPCE results are empty, and schedulers that probe allocations (dynamic) do not")
 		}
 		if err := finish(sum); err != nil {
 			return nil, err

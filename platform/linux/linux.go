@@ -295,6 +295,9 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.teardown()
 		return nil, fmt.Errorf("detect this machine: %w", err)
 	}
+	if percentMBA(m) {
+		p.notef("resctrl at %s describes Intel MBA (percent, min %d step %d) on this %s CPU (an emulator mount): MBA is in percent", rroot, m.MBA.Min, m.MBA.Gran, m.Vendor)
+	}
 	p.m = m
 	if bm != nil {
 		bm.Machine = m
@@ -312,6 +315,19 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		o.Opened(p)
 	}
 	return p, nil
+}
+
+// percentMBA corrects a machine detected on an AMD CPU whose resctrl mount describes
+// Intel's MBA: machine.Detect takes the MBA unit from the CPU vendor (AMD: 1/8 GB/s, 2048
+// unlimited), but the kernel's AMD info/MB has a granularity of 1, while Intel's (and the
+// emulator's intel profile, which a VM on an AMD host mounts) is a percentage step of
+// 10 (anchors.md §4). It reports whether it changed m.
+func percentMBA(m *machine.Profile) bool {
+	if m.MBA == nil || m.MBA.Unit != machine.MBAEighthGBps || m.MBA.Gran <= 1 {
+		return false
+	}
+	m.MBA.Unit, m.MBA.Max = machine.MBAPercent, 100
+	return true
 }
 
 // probeIPCE opens perf counters on colo's own cgroup, as Start will on each job's, and
