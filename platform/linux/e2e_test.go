@@ -157,6 +157,9 @@ func TestEndToEndEmulator(t *testing.T) {
 	s := rep.Schedulers[0]
 	t.Logf("machine %s, summary %+v, notes %q, allocations %v, docker stats %v, samples with perf (%s) %v",
 		rep.Machine, s, sp.pf.Notes(), sp.allocated, sp.stats, sp.mode, sp.perf)
+	if sp.mode == "software" && (sp.pf.IPCEUnavailable() == "" || len(s.Notes) == 0) {
+		t.Errorf("software counters, yet the platform does not say IPCE is unavailable (%q, notes %q)", sp.pf.IPCEUnavailable(), s.Notes)
+	}
 	if rep.Machine != sp.pf.Machine().Name || s.JobsCompleted != 2 {
 		t.Errorf("report machine %q (platform %q), %d jobs completed", rep.Machine, sp.pf.Machine().Name, s.JobsCompleted)
 	}
