@@ -44,7 +44,10 @@ func (t *clusterTable) at(c, k int) (inv, mx, mn float64) {
 	return t.data[b], t.data[b+t.W], t.data[b+2*t.W]
 }
 
-func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, tick func(int64)) *clusterTable {
+// With a bandwidth model, lowF(i, f) is a lower bound on application i's bandwidth factor
+// at share f (bandwidthBounds): Σ 1/S and max S are then taken of S·lowF, which keeps them
+// valid bounds of the final values (final S = S·F ≥ S·lowF); min S stays cache-only.
+func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, lowF func(i int, f float64) float64, jobs int, tick func(int64)) *clusterTable {
 	n := len(apps)
 	N := 1 << uint(n)
 	t := &clusterTable{n: n, W: W, stride: W}
@@ -70,8 +73,12 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, 
 				inv, mx, mn := 0.0, math.Inf(-1), math.Inf(1)
 				for j, f := range s {
 					x := profile.Interp(sd[idx[j]], f)
+					mn = math.Min(mn, x)
+					if lowF != nil {
+						x *= lowF(idx[j], f)
+					}
 					inv += 1 / x
-					mx, mn = math.Max(mx, x), math.Min(mn, x)
+					mx = math.Max(mx, x)
 				}
 				t.data[base+k-1] = inv
 				if needMinMax {
@@ -263,47 +270,60 @@ func parallelRange(lo, hi, jobs, chunk int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// maxFactor is an upper bound on the bandwidth factor F_i of any application under any
-// allocation, used to keep the unfairness bound valid with a bandwidth model:
+// bandwidthBounds bounds the bandwidth factor F_i of any application under any allocation,
+// so that the cache-only tables give valid bounds of the final objective:
+//
+// Upper bound fmax (for the minimum slowdown):
 //   - none: 1.
 //   - morad and stalls: with a = 1 − U the Morad equation gives F = x/u = (u+a)/(u(u+a)+a)
-//     ≤ 1/a, since a² ≤ a; U is the root of g(U) = Σu_i(U) − U where each u_i(U) grows with
-//     x_i, so U can only grow with any demand and is at most the root for the largest
-//     demands x_i^max (the maximum of the bandwidth curve over 0..W ways, including its
-//     extrapolation below one way). So F ≤ 1/(1 − U(x^max)); the stalls factor is
+//     ≤ 1/a, since a² ≤ a; the root U grows with every demand (perfmodel.MoradRoot), so it
+//     is at most U(x^max), x_i^max the maximum of i's bandwidth curve over 0..W ways
+//     (including its extrapolation below one way). So F ≤ 1/(1 − U(x^max)); the stalls factor
 //     1 + (M/T)(F − 1) ≤ F as M ≤ T.
-//   - simple: no bound is derived; +Inf (the search stays exact, it only prunes less).
-func maxFactor(apps []*profile.Table, m perfmodel.Options) float64 {
+//   - simple: none derived; +Inf (the search stays exact, it only prunes less).
+//
+// Lower bound lowF(i, f) at share f (for STP and the maximum slowdown):
+//   - none, simple: 1 (every factor is ≥ 1: the physical Morad root has u_i ≤ U; the simple
+//     model only reduces bandwidth).
+//   - morad: U ≥ U_min = U(x^min), x_j^min the minimum of j's bandwidth curve, since U grows
+//     with every demand and every application of the workload is in every solution; for
+//     fixed x, F(x, U) grows with U (perfmodel.MoradFactorAt). Application i's own demand
+//     at share f is known exactly, so F_i ≥ max(1, F(x_i(f), U_min)).
+//   - stalls: 1 + ρ_i(f)·(F − 1) grows with F for ρ = M/T ≥ 0, so the same bound through it.
+func bandwidthBounds(apps []*profile.Table, m perfmodel.Options) (fmax float64, lowF func(i int, f float64) float64) {
 	if m.BW == perfmodel.None || m.BW == "" || m.MaxBW <= 0 || math.IsInf(m.MaxBW, 1) {
-		return 1
+		return 1, nil
 	}
 	if m.BW == perfmodel.Simple {
-		return math.Inf(1)
+		return math.Inf(1), func(int, float64) float64 { return 1 }
 	}
-	xmax := make([]float64, len(apps))
+	xmax, xmin := make([]float64, len(apps)), make([]float64, len(apps))
 	for i, t := range apps {
 		bw := t.Col(profile.BandwidthMBps)
-		mx := profile.Interp(bw, 0)
+		x0 := profile.Interp(bw, 0)
+		xmax[i], xmin[i] = x0, x0
 		for _, v := range bw {
-			mx = math.Max(mx, v)
+			xmax[i], xmin[i] = math.Max(xmax[i], v), math.Min(xmin[i], v)
 		}
-		xmax[i] = mx
 	}
-	// MoradFactors returns x_i/u_i; recover U = Σ u_i at the largest demands.
-	f, err := perfmodel.MoradFactors(nil, xmax, m.MaxBW)
+	fmax = math.Inf(1)
+	if U, _, err := perfmodel.MoradRoot(xmax, m.MaxBW); err == nil && U < 1 {
+		fmax = 1 / (1 - U) * (1 + 1e-9)
+	}
+	Umin, _, err := perfmodel.MoradRoot(xmin, m.MaxBW)
 	if err != nil {
-		return math.Inf(1)
+		return fmax, func(int, float64) float64 { return 1 }
 	}
-	U := 0.0
-	for i, x := range xmax {
-		if x > 0 {
-			U += x / m.MaxBW / f[i]
+	stalls := m.BW == perfmodel.Stalls
+	return fmax, func(i int, f float64) float64 {
+		t := apps[i]
+		F := math.Max(1, perfmodel.MoradFactorAt(t.At(profile.BandwidthMBps, f)/m.MaxBW, Umin))
+		if stalls {
+			a := perfmodel.CacheApp(t, f)
+			F = perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
 		}
+		return math.Max(1, F*(1-1e-9))
 	}
-	if U >= 1 {
-		return math.Inf(1)
-	}
-	return 1 / (1 - U) * (1 + 1e-9)
 }
 
 // searchState is shared by the workers of one search.
@@ -333,10 +353,10 @@ const eps = 1e-9
 // bound returns the optimistic (unfairness, STP) of any completion of a partial solution
 // with aggregates (inv, mx, mn) whose remaining applications R get exactly r ways.
 // Validity: final slowdowns are cache-only slowdowns times bandwidth factors F ∈ [1, fmax]
-// (the physical Morad root has u_i < x_i; see maxFactor), so the final STP is at most the
-// cache-only STP, which is at most inv + stp[R][r]; the final maximum slowdown is at least
-// the cache-only maximum, at least max(mx, lbMax[R][r]); the final minimum is at most the
-// cache-only minimum times fmax, at most min(mn, ubMin[R])·fmax.
+// and F ≥ lowF (see bandwidthBounds), and the tables hold S·lowF for Σ 1/S and max S: so the
+// final STP is at most inv + stp[R][r]; the final maximum slowdown is at least
+// max(mx, lbMax[R][r]); the final minimum is at most the cache-only minimum times fmax, at
+// most min(mn, ubMin[R])·fmax.
 func (s *searchState) bound(R, r int, inv, mx, mn float64) (u, stp float64) {
 	stp = inv
 	if R != 0 {
@@ -533,17 +553,20 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 		}
 	}
 	needMM := o == MinUnf
-	s := &searchState{in: in, obj: o, W: W, fmax: maxFactor(in.Apps, in.Model)}
-	s.fast = s.fmax == 1
-	s.tab = buildClusterTable(in.Apps, W, needMM, jobs, tick)
+	fmax, lowF := bandwidthBounds(in.Apps, in.Model)
+	s := &searchState{in: in, obj: o, W: W, fmax: fmax}
+	s.fast = lowF == nil
+	s.tab = buildClusterTable(in.Apps, W, needMM, lowF, jobs, tick)
 	s.bnd = buildBounds(s.tab, in.Apps, needMM, jobs, tick)
 	s.dive()
 	if s.err != nil {
 		return nil, s.err
 	}
-	// Root children: the cluster holding application 0 and its ways, best bound first.
+	// Root children: the cluster holding application 0 and its ways, best bound first;
+	// those the first incumbent already beats are not even stored.
 	type child struct {
-		c, k  int
+		c     int32
+		k     int8
 		u, st float64
 	}
 	full := (1 << uint(n)) - 1
@@ -559,7 +582,9 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 		for k := kmin; k <= kmax; k++ {
 			ti, tx, tn := s.tab.at(c, k)
 			u, st := s.bound(rest, W-k, ti, tx, tn)
-			kids = append(kids, child{c, k, u, st})
+			if !s.prune(u, st) {
+				kids = append(kids, child{int32(c), int8(k), u, st})
+			}
 		}
 		if sub == 0 {
 			break
@@ -584,14 +609,15 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 			if s.prune(kd.u, kd.st) {
 				continue
 			}
-			ti, tx, tn := s.tab.at(kd.c, kd.k)
-			s.dfs([]choice{{uint32(kd.c), int8(kd.k)}}, full^kd.c, W-kd.k, ti, tx, tn, &local)
+			c, k := int(kd.c), int(kd.k)
+			ti, tx, tn := s.tab.at(c, k)
+			s.dfs([]choice{{uint32(c), int8(k)}}, full^c, W-k, ti, tx, tn, &local)
 		}
 		nodes.Add(local)
 		if opt.Progress != nil {
 			rdMu.Lock()
 			rootDone += int64(hi - lo)
-			d := total - remaining + remaining*rootDone/int64(len(kids))
+			d := total - remaining + remaining*rootDone/int64(max(1, len(kids)))
 			rdMu.Unlock()
 			opt.Progress(d, total)
 		}
