@@ -157,3 +157,47 @@ func TestSearchRefusesHugeWorkloads(t *testing.T) {
 		t.Error("want an error above MaxOptcApps")
 	}
 }
+
+// bandwidthBounds must bracket the true factor of every application in every allocation:
+// lowF(i, share) ≤ F_i ≤ fmax (random clusterings of random workloads, seeded).
+func TestBandwidthBoundsBracket(t *testing.T) {
+	set, _ := profile.Default()
+	rng := rand.New(rand.NewSource(99))
+	m := skx(t)
+	for trial := 0; trial < 200; trial++ {
+		n := 2 + rng.Intn(9)
+		apps := randomWorkload(rng, set, n)
+		model := perfmodel.Options{BW: []perfmodel.BWModel{perfmodel.Morad, perfmodel.Stalls}[trial%2], MaxBW: 15000 + float64(rng.Intn(30000))}
+		fmax, lowF := bandwidthBounds(apps, model)
+		// random clustering with at most 11 clusters and a random composition of 11 ways
+		k := 1 + rng.Intn(min(n, m.LLC.Ways))
+		groups := make([][]int, k)
+		for a := 0; a < n; a++ {
+			g := a
+			if a >= k {
+				g = rng.Intn(k)
+			}
+			groups[g] = append(groups[g], a)
+		}
+		ways := make([]int, k)
+		for i := range ways {
+			ways[i] = 1
+		}
+		for left := m.LLC.Ways - k; left > 0; left-- {
+			ways[rng.Intn(k)]++
+		}
+		cl := make([]perfmodel.Cluster, k)
+		for g := range cl {
+			cl[g] = perfmodel.Cluster{Apps: groups[g], Ways: ways[g]}
+		}
+		r, err := perfmodel.Evaluate(apps, cl, model)
+		if err != nil {
+			continue // a demand above the limit: refused, nothing to bound
+		}
+		for i, a := range r.Apps {
+			if lo := lowF(i, a.Share); lo > a.BWFactor+1e-12 || a.BWFactor > fmax {
+				t.Fatalf("trial %d %s app %d: factor %v outside [%v, %v]", trial, model.BW, i, a.BWFactor, lo, fmax)
+			}
+		}
+	}
+}
