@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"colo/machine"
+)
+
+// Counters are a job's cumulative counters since it started (perf-like counters, RDT
+// monitoring, runtime statistics). The collector turns them into interval deltas.
+type Counters struct {
+	Instructions  float64
+	Cycles        float64
+	StallsTotal   float64 // cycle_activity.stalls_total
+	StallsL3Miss  float64 // cycle_activity.stalls_l3_miss
+	LLCReferences float64
+	LLCMisses     float64
+	L1References  float64 // retired loads (dCat's l1_ref)
+	// LLCOccupancy is resctrl llc_occupancy now (bytes), not cumulative.
+	LLCOccupancy float64
+	// MBMTotalBytes and MBMLocalBytes are cumulative memory traffic (mbm_*_bytes).
+	MBMTotalBytes float64
+	MBMLocalBytes float64
+	// CPUTime is the cumulative CPU time of the job (runtime stats).
+	CPUTime time.Duration
+}
+
+// AllocationReading is a job's allocation as read back from resctrl, independently of
+// what the scheduler decided (seed000.md §1.3: the collector catches failed allocations).
+type AllocationReading struct {
+	Group string // resctrl control group ("" for system/default)
+	Mask  uint64 // L3 mask on the job's socket
+	MBA   int    // MB value on the job's socket
+}
+
+// Platform is where jobs run: the simulated testbed (platform: sim, the default) or a
+// real Linux host with Docker, perf and resctrl (platform: linux). The run loop is its
+// only caller and calls it from one goroutine.
+//
+// Time is the platform's: Now is the time since the run started and Advance moves it
+// forward (the simulator steps its model; a real host waits on the wall clock).
+type Platform interface {
+	// Machine is the machine the platform runs on.
+	Machine() *machine.Profile
+	// Check validates a job before anything starts (its image exists, its workload
+	// model is known...). The error names what to fix.
+	Check(j JobSpec) error
+	// Start starts job j pinned to cpus (all on one socket) in system/default.
+	Start(j JobSpec, cpus []int) error
+	// Stop stops a job and removes its resctrl groups.
+	Stop(id int) error
+	// Move re-pins a running job to cpus (possibly on another socket); the job returns
+	// to system/default on the new socket.
+	Move(id int, cpus []int) error
+	// SetAllocation puts a running job into its own control group with L3 mask `mask`
+	// and MBA `mba` on socket `socket` through resctrl; mask 0 returns it to
+	// system/default (its group is removed).
+	SetAllocation(id, socket int, mask uint64, mba int) error
+	// SetDefaultMask sets system/default's L3 mask on one socket.
+	SetDefaultMask(socket int, mask uint64) error
+	// Read returns a job's cumulative counters.
+	Read(id int) (Counters, error)
+	// ReadAllocation reads a job's allocation back from resctrl.
+	ReadAllocation(id int) (AllocationReading, error)
+	// Now is the platform's time since the start of the run.
+	Now() time.Duration
+	// Advance moves time to t (≥ Now) and lets the jobs run.
+	Advance(t time.Duration) error
+	// Close stops everything and restores resctrl.
+	Close() error
+}
+
+// PlatformFactory builds a platform for a benchmark.
+type PlatformFactory func(bm *Benchmark) (Platform, error)
+
+var (
+	pfMu      sync.RWMutex
+	platforms = map[string]PlatformFactory{}
+)
+
+// RegisterPlatform makes a platform available by name (`benchmark.platform`). The sim
+// platform registers itself; the linux platform registers from its package's init.
+func RegisterPlatform(name string, f PlatformFactory) {
+	pfMu.Lock()
+	defer pfMu.Unlock()
+	if _, dup := platforms[name]; dup {
+		panic("bench: platform " + name + " registered twice")
+	}
+	platforms[name] = f
+}
+
+// PlatformNames lists the registered platforms.
+func PlatformNames() []string {
+	pfMu.RLock()
+	defer pfMu.RUnlock()
+	var out []string
+	for n := range platforms {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NewPlatform builds the benchmark's platform.
+func NewPlatform(bm *Benchmark) (Platform, error) {
+	pfMu.RLock()
+	f, ok := platforms[bm.Platform]
+	pfMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("platform %q is not available in this build (have %v)", bm.Platform, PlatformNames())
+	}
+	return f(bm)
+}

@@ -1,0 +1,833 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"colo/metric"
+	"colo/probe"
+	"colo/sched"
+)
+
+// Options tune one run.
+type Options struct {
+	// Warn receives warnings (a job that can never be admitted, a failed allocation).
+	Warn func(string)
+	// Recorder receives jobs, samples, allocations, events and probe segments.
+	Recorder Recorder
+}
+
+type rjob struct {
+	spec     *JobSpec
+	state    string
+	reason   string
+	socket   int
+	cpus     []int
+	start    time.Duration
+	stop     time.Duration
+	end      time.Duration // planned end, -1: until max_t
+	last     Counters
+	lastT    time.Duration
+	next     time.Duration // next collector sample
+	series   []metric.Sample
+	lastSamp *sched.Sample
+	reserved uint64 // mask the scheduler gave the job (a probe buffer or its allocation)
+	mba      int
+	// appliedMask/MBA are what was last written to resctrl for the job (a probe
+	// segment's sub-mask while probing)
+	appliedMask uint64
+	appliedMBA  int
+	probe       *activeProbe
+}
+
+type activeProbe struct {
+	req      sched.ProbeRequest
+	sweep    *probe.Sweep
+	combo    probe.Combo
+	mask     uint64
+	segStart time.Duration
+	segEnd   time.Duration
+	next     time.Duration
+	last     Counters
+	lastT    time.Duration
+	samples  []float64
+	ipcSum   float64
+	ipcN     int
+}
+
+// JobResult is one job's outcome.
+type JobResult struct {
+	ID             int
+	Name           string
+	Priority       bool
+	Target         float64 // fraction; 0 none
+	State          string
+	Reason         string
+	Arrival        time.Duration
+	Start          time.Duration // -1: never started
+	Stop           time.Duration
+	IPCE           float64 // time-weighted mean over its collector samples (fraction)
+	TimeOverTarget float64 // fraction of its life with IPCE ≥ target (NaN without target)
+	Duration       time.Duration
+	Samples        int
+}
+
+// Result is one scheduler's run of a trace.
+type Result struct {
+	Scheduler        string
+	Jobs             []JobResult
+	Virtual          time.Duration
+	Samples          int
+	Probes           int
+	ProbesFailed     int
+	Consolidations   int
+	ConsolidatedWays int
+	// AllocationMismatches counts collector read-backs that disagreed with what the
+	// scheduler applied (a failed or lost allocation).
+	AllocationMismatches int
+	AllocationErrors     int
+	Warnings             []string
+}
+
+type runner struct {
+	bm      *Benchmark
+	pf      Platform
+	sch     sched.Scheduler
+	rec     Recorder
+	warn    func(string)
+	jobs    []*rjob
+	byID    map[int]*rjob
+	queue   []*rjob
+	busy    map[int]int // cpu -> job
+	res     *Result
+	results []sched.ProbeResult
+	done    []int
+	defMask map[int]uint64
+	live    []*rjob // running jobs by ID
+	err     error
+}
+
+func (r *runner) fail(err error) {
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *runner) warnf(f string, a ...any) {
+	s := fmt.Sprintf(f, a...)
+	r.res.Warnings = append(r.res.Warnings, s)
+	if r.warn != nil {
+		r.warn(s)
+	}
+}
+
+func (r *runner) event(kind string, job int, text string) {
+	r.fail(r.rec.Event(EventRecord{T: r.pf.Now(), Kind: kind, Job: job, Text: text}))
+}
+
+func (r *runner) recordJob(j *rjob) {
+	tgt := math.NaN()
+	if j.spec.IPCETarget > 0 {
+		tgt = j.spec.IPCETarget
+	}
+	model := j.spec.Workload
+	if model == "" {
+		model = j.spec.Image
+	}
+	r.fail(r.rec.Job(JobRecord{ID: j.spec.ID, Name: j.spec.Name, Kind: j.spec.Kind, Model: model,
+		Priority: j.spec.Priority, IPCETarget: tgt, Cores: j.spec.Cores, CoreList: cpuList(j.cpus),
+		Socket: j.socket, Arrival: j.spec.Arrival, Start: j.start, Stop: j.stop, State: j.state, Reason: j.reason}))
+}
+
+func cpuList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}
+
+// Run replays the benchmark's trace on pf under sch until max_t (or until every job has
+// finished or been rejected) and returns the per-job outcomes. It checks every job with
+// the platform before anything starts.
+func Run(bm *Benchmark, pf Platform, sch sched.Scheduler, opt Options) (*Result, error) {
+	for i := range bm.Jobs {
+		if err := pf.Check(bm.Jobs[i]); err != nil {
+			return nil, &Error{File: bm.Jobs[i].Source, Msg: fmt.Sprintf("job %s: %v", bm.Jobs[i].Name, err)}
+		}
+	}
+	r := &runner{bm: bm, pf: pf, sch: sch, rec: opt.Recorder, warn: opt.Warn, byID: map[int]*rjob{},
+		busy: map[int]int{}, res: &Result{Scheduler: sch.Name()}, defMask: map[int]uint64{}}
+	if r.rec == nil {
+		r.rec = Discard{}
+	}
+	for i := range bm.Jobs {
+		j := &rjob{spec: &bm.Jobs[i], state: StateQueued, socket: -1, start: -1, stop: -1, end: -1}
+		r.jobs = append(r.jobs, j)
+		r.byID[j.spec.ID] = j
+	}
+	m := bm.Machine
+	for s := 0; s < m.Sockets; s++ {
+		r.defMask[s] = m.FullMask()
+	}
+	err := r.loop()
+	r.fail(err)
+	if r.err != nil {
+		return r.res, r.err
+	}
+	return r.res, nil
+}
+
+func (r *runner) loop() error {
+	bm, pf := r.bm, r.pf
+	tick := bm.Sched.Tick
+	if tick <= 0 {
+		tick = time.Second
+	}
+	nextArrival := 0
+	nextTick := time.Duration(0)
+	idleTicks := 0
+	for r.err == nil {
+		now := pf.Now()
+		if bm.MaxT > 0 && now >= bm.MaxT {
+			break
+		}
+		// arrivals
+		for nextArrival < len(r.jobs) && r.jobs[nextArrival].spec.Arrival <= now {
+			j := r.jobs[nextArrival]
+			r.queue = append(r.queue, j)
+			r.recordJob(j)
+			nextArrival++
+		}
+		// planned stops
+		for _, j := range r.running() {
+			if j.end >= 0 && j.end <= now {
+				r.collect(j, now)
+				r.finish(j, StateCompleted, "")
+			}
+		}
+		// jobs whose absolute stop_t passed while queued
+		q := r.queue[:0]
+		for _, j := range r.queue {
+			if j.spec.StopAt > 0 && j.spec.StopAt <= now {
+				j.state, j.reason = StateExpired, "stop_t passed before admission"
+				r.recordJob(j)
+				r.warnf("job %s (%s) expired in the queue: stop_t passed before it could be admitted", j.spec.Name, j.spec.Source)
+				continue
+			}
+			q = append(q, j)
+		}
+		r.queue = q
+		// collectors and probes
+		for _, j := range r.live {
+			if j.next <= now {
+				r.collect(j, now)
+			}
+			if j.probe != nil {
+				r.stepProbe(j, now)
+			}
+		}
+		// scheduler
+		if now >= nextTick {
+			placed := r.schedule(now)
+			nextTick = now + tick
+			if len(r.live) == 0 && nextArrival == len(r.jobs) && len(r.queue) > 0 && !placed {
+				idleTicks++
+				if idleTicks >= 2 {
+					for _, j := range r.queue {
+						j.state, j.reason = StateRejected, "the scheduler did not admit it on an idle machine"
+						r.warnf("job %s (%s) rejected: %s", j.spec.Name, j.spec.Source, j.reason)
+						r.recordJob(j)
+					}
+					r.queue = nil
+				}
+			} else {
+				idleTicks = 0
+			}
+		}
+		if nextArrival == len(r.jobs) && len(r.queue) == 0 && len(r.live) == 0 {
+			break
+		}
+		// next event
+		next := nextTick
+		if nextArrival < len(r.jobs) {
+			next = min(next, r.jobs[nextArrival].spec.Arrival)
+		}
+		for _, j := range r.live {
+			next = min(next, j.next)
+			if j.end >= 0 {
+				next = min(next, j.end)
+			}
+			if j.probe != nil {
+				next = min(next, j.probe.next, j.probe.segEnd)
+			}
+		}
+		for _, j := range r.queue {
+			if j.spec.StopAt > 0 {
+				next = min(next, j.spec.StopAt)
+			}
+		}
+		if bm.MaxT > 0 {
+			next = min(next, bm.MaxT)
+		}
+		if next <= now {
+			next = now + time.Millisecond
+		}
+		if err := pf.Advance(next); err != nil {
+			return fmt.Errorf("platform: %w", err)
+		}
+	}
+	end := pf.Now()
+	for _, j := range r.running() {
+		r.collect(j, end)
+		r.finish(j, StateKilled, "still running at max_t")
+	}
+	for _, j := range r.queue {
+		j.reason = "still queued at max_t"
+		r.recordJob(j)
+	}
+	r.res.Virtual = end
+	for _, j := range r.jobs {
+		r.res.Jobs = append(r.res.Jobs, j.result())
+	}
+	return nil
+}
+
+func (j *rjob) result() JobResult {
+	jr := JobResult{ID: j.spec.ID, Name: j.spec.Name, Priority: j.spec.Priority, Target: j.spec.IPCETarget,
+		State: j.state, Reason: j.reason, Arrival: j.spec.Arrival, Start: j.start, Stop: j.stop,
+		IPCE: math.NaN(), TimeOverTarget: math.NaN()}
+	if len(j.series) > 0 {
+		s := append(j.series, metric.Sample{T: j.lastT.Seconds(), Value: math.NaN()})
+		jr.IPCE = metric.TimeWeightedMean(s)
+		if jr.Target > 0 {
+			jr.TimeOverTarget = metric.TimeOverTarget(s, jr.Target)
+		}
+		jr.Samples = len(j.series)
+		jr.Duration = j.lastT - time.Duration(j.series[0].T*float64(time.Second))
+	}
+	return jr
+}
+
+// running is a snapshot of the running jobs in ID order (safe to iterate while jobs stop).
+func (r *runner) running() []*rjob {
+	return append([]*rjob(nil), r.live...)
+}
+
+func (r *runner) setLive(j *rjob, on bool) {
+	i := sort.Search(len(r.live), func(k int) bool { return r.live[k].spec.ID >= j.spec.ID })
+	has := i < len(r.live) && r.live[i] == j
+	switch {
+	case on && !has:
+		r.live = append(r.live, nil)
+		copy(r.live[i+1:], r.live[i:])
+		r.live[i] = j
+	case !on && has:
+		r.live = append(r.live[:i], r.live[i+1:]...)
+	}
+}
+
+// collect takes one collector sample of j covering (lastT, now].
+func (r *runner) collect(j *rjob, now time.Duration) {
+	freq := j.spec.Data.Frequency
+	if freq <= 0 {
+		freq = time.Second
+	}
+	for j.next <= now {
+		j.next += freq
+	}
+	if now <= j.lastT {
+		return
+	}
+	c, err := r.pf.Read(j.spec.ID)
+	if err != nil {
+		r.warnf("job %s: reading counters: %v", j.spec.Name, err)
+		return
+	}
+	d := sched.Sample{Interval: now - j.lastT,
+		Instructions: c.Instructions - j.last.Instructions, Cycles: c.Cycles - j.last.Cycles,
+		StallsTotal: c.StallsTotal - j.last.StallsTotal, StallsL3Miss: c.StallsL3Miss - j.last.StallsL3Miss,
+		LLCReferences: c.LLCReferences - j.last.LLCReferences, LLCMisses: c.LLCMisses - j.last.LLCMisses,
+		L1References: c.L1References - j.last.L1References, LLCOccupancy: c.LLCOccupancy}
+	memTotal := c.MBMTotalBytes - j.last.MBMTotalBytes
+	d.MemBandwidthMBps = memTotal / 1e6 / d.Interval.Seconds()
+	ipce := d.IPCE()
+	// the series covers the job's whole life, probe segments included (the thesis counts
+	// the low IPCE of an ascending sweep against the job too, seed000.md §4.4)
+	j.series = append(j.series, metric.Sample{T: j.lastT.Seconds(), Value: ipce})
+	j.lastSamp = &d
+	r.res.Samples++
+	if j.spec.Data.Perf {
+		r.fail(r.rec.Sample(SampleRecord{Job: j.spec.ID, T: now, Interval: d.Interval, Socket: j.socket,
+			Instructions: d.Instructions, Cycles: d.Cycles, StallsTotal: d.StallsTotal, StallsL3Miss: d.StallsL3Miss,
+			LLCRefs: d.LLCReferences, LLCMisses: d.LLCMisses, OccupancyBytes: d.LLCOccupancy,
+			MemBytesLocal: c.MBMLocalBytes - j.last.MBMLocalBytes, MemBytesTotal: memTotal,
+			IPC: d.IPC(), IPCE: ipce, Stalled: metric.StalledFraction(d.StallsTotal, d.Cycles)}))
+	}
+	j.last, j.lastT = c, now
+	if j.spec.Data.RDT {
+		r.readback(j, now)
+	}
+}
+
+// readback reads the job's allocation from resctrl, independently of the scheduler, and
+// counts disagreements with what was applied.
+func (r *runner) readback(j *rjob, now time.Duration) {
+	a, err := r.pf.ReadAllocation(j.spec.ID)
+	if err != nil {
+		r.warnf("job %s: reading its allocation back: %v", j.spec.Name, err)
+		return
+	}
+	wantMask, wantMBA := j.appliedMask, j.appliedMBA
+	if wantMask == 0 {
+		if a.Group != "" {
+			r.res.AllocationMismatches++
+		}
+		return
+	}
+	if a.Mask != wantMask || a.MBA != wantMBA {
+		r.res.AllocationMismatches++
+		r.event("allocation-mismatch", j.spec.ID, fmt.Sprintf("applied %#x/%d%%, read back %#x/%d%% in %q", wantMask, wantMBA, a.Mask, a.MBA, a.Group))
+		r.fail(r.rec.Allocation(AllocationRecord{T: now, Socket: j.socket, CLOS: a.Group, Mask: a.Mask, MBA: float64(a.MBA), Members: []int{j.spec.ID}, Source: "readback"}))
+	}
+}
+
+func (r *runner) finish(j *rjob, state, reason string) {
+	if j.probe != nil {
+		j.probe.sweep.Fail("the job stopped during its probe")
+		r.endProbe(j)
+	}
+	if err := r.pf.Stop(j.spec.ID); err != nil {
+		r.warnf("job %s: stop: %v", j.spec.Name, err)
+	}
+	for _, c := range j.cpus {
+		delete(r.busy, c)
+	}
+	if j.reserved != 0 {
+		j.reserved, j.mba = 0, 0
+		r.updateDefaults(nil)
+	}
+	j.state, j.reason, j.stop = state, reason, r.pf.Now()
+	r.setLive(j, false)
+	r.done = append(r.done, j.spec.ID)
+	r.recordJob(j)
+}
+
+func (r *runner) freeCPUs() [][]int {
+	m := r.bm.Machine
+	out := make([][]int, m.Sockets)
+	for c := 0; c < m.Cores(); c++ {
+		if _, b := r.busy[c]; !b {
+			s := m.SocketOfCore(c)
+			out[s] = append(out[s], c)
+		}
+	}
+	return out
+}
+
+func (r *runner) observation(now time.Duration) *sched.Observation {
+	obs := &sched.Observation{Now: now, FreeCPUs: r.freeCPUs(), Finished: r.done, ProbeResults: r.results}
+	r.done, r.results = nil, nil
+	for _, j := range r.queue {
+		obs.Queue = append(obs.Queue, r.schedJob(j))
+	}
+	for _, j := range r.live {
+		obs.Running = append(obs.Running, sched.Running{Job: r.schedJob(j), Socket: j.socket,
+			Placed: append([]int(nil), j.cpus...), Started: j.start, Mask: j.reserved, MBA: j.mba, Last: j.lastSamp})
+	}
+	return obs
+}
+
+func (r *runner) schedJob(j *rjob) sched.Job {
+	return sched.Job{ID: j.spec.ID, Name: j.spec.Name, Cores: j.spec.Cores, CPUs: j.spec.CPUs,
+		Priority: j.spec.Priority, IPCETarget: j.spec.IPCETarget, Arrival: j.spec.Arrival}
+}
+
+// schedule runs one scheduler tick and applies its decisions. It reports whether a job
+// was placed.
+func (r *runner) schedule(now time.Duration) bool {
+	d := r.sch.Tick(r.observation(now))
+	for _, l := range d.Log {
+		r.event("decision", -1, l)
+	}
+	if d.ConsolidatedWays > 0 {
+		r.res.Consolidations++
+		r.res.ConsolidatedWays += d.ConsolidatedWays
+	}
+	for _, rej := range d.Reject {
+		j := r.byID[rej.Job]
+		if j == nil || j.state != StateQueued {
+			continue
+		}
+		r.dequeue(j)
+		j.state, j.reason = StateRejected, rej.Reason
+		r.warnf("job %s (%s) can never be admitted: %s; rejected", j.spec.Name, j.spec.Source, rej.Reason)
+		r.event("reject", j.spec.ID, rej.Reason)
+		r.recordJob(j)
+	}
+	placed := false
+	for _, p := range d.Place {
+		j := r.byID[p.Job]
+		if j == nil || j.state != StateQueued {
+			continue
+		}
+		cpus, ok := r.pickCPUs(j, p.Socket)
+		if !ok {
+			r.warnf("scheduler %s placed job %s on socket %d without room; it stays queued", r.sch.Name(), j.spec.Name, p.Socket)
+			continue
+		}
+		if err := r.pf.Start(*j.spec, cpus); err != nil {
+			r.dequeue(j)
+			j.state, j.reason = StateRejected, "start failed: "+err.Error()
+			r.warnf("job %s: %s", j.spec.Name, j.reason)
+			r.recordJob(j)
+			continue
+		}
+		r.dequeue(j)
+		placed = true
+		for _, c := range cpus {
+			r.busy[c] = j.spec.ID
+		}
+		j.cpus, j.socket, j.start, j.state = cpus, p.Socket, now, StateRunning
+		r.setLive(j, true)
+		j.lastT, j.last = now, Counters{}
+		j.next = now + max(j.spec.Data.Frequency, time.Millisecond)
+		switch {
+		case j.spec.Length > 0:
+			j.end = now + j.spec.Length
+		case j.spec.StopAt > 0:
+			j.end = j.spec.StopAt
+		}
+		if j.spec.StopAt > 0 && j.end > j.spec.StopAt {
+			j.end = j.spec.StopAt
+		}
+		r.event("place", j.spec.ID, fmt.Sprintf("socket %d cores %s", p.Socket, cpuList(cpus)))
+		r.recordJob(j)
+	}
+	for _, mv := range d.Migrate {
+		j := r.byID[mv.Job]
+		if j == nil || j.state != StateRunning || j.socket == mv.Socket || j.probe != nil {
+			continue
+		}
+		old := j.cpus
+		for _, c := range old {
+			delete(r.busy, c)
+		}
+		cpus, ok := r.pickCPUs(j, mv.Socket)
+		if !ok {
+			for _, c := range old {
+				r.busy[c] = j.spec.ID
+			}
+			continue
+		}
+		if err := r.pf.Move(j.spec.ID, cpus); err != nil {
+			for _, c := range old {
+				r.busy[c] = j.spec.ID
+			}
+			r.warnf("job %s: move: %v", j.spec.Name, err)
+			continue
+		}
+		for _, c := range cpus {
+			r.busy[c] = j.spec.ID
+		}
+		r.event("migrate", j.spec.ID, fmt.Sprintf("socket %d -> %d", j.socket, mv.Socket))
+		j.cpus, j.socket = cpus, mv.Socket
+		if j.reserved != 0 { // the group stays behind: back to system/default
+			j.reserved, j.mba = 0, 0
+		}
+		j.appliedMask, j.appliedMBA = 0, 0
+		r.recordJob(j)
+	}
+	r.applyAllocations(d)
+	for _, pr := range d.Probe {
+		r.startProbe(pr, now)
+	}
+	return placed
+}
+
+func (r *runner) setAlloc(j *rjob, mask uint64, mba int) error {
+	if err := r.pf.SetAllocation(j.spec.ID, j.socket, mask, mba); err != nil {
+		return err
+	}
+	j.appliedMask, j.appliedMBA = mask, mba
+	if mask == 0 {
+		j.appliedMBA = 0
+	}
+	return nil
+}
+
+func (r *runner) dequeue(j *rjob) {
+	for i, q := range r.queue {
+		if q == j {
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+func (r *runner) pickCPUs(j *rjob, socket int) ([]int, bool) {
+	free := r.freeCPUs()
+	if socket < 0 || socket >= len(free) {
+		return nil, false
+	}
+	if len(j.spec.CPUs) > 0 {
+		for _, c := range j.spec.CPUs {
+			if _, b := r.busy[c]; b || r.bm.Machine.SocketOfCore(c) != socket {
+				return nil, false
+			}
+		}
+		return append([]int(nil), j.spec.CPUs...), true
+	}
+	if len(free[socket]) < j.spec.Cores {
+		return nil, false
+	}
+	return append([]int(nil), free[socket][:j.spec.Cores]...), true
+}
+
+// applyAllocations applies the tick's allocations: system/default first gives up the ways
+// about to become exclusive, then the groups change in order, then system/default takes
+// every way no group holds (or the scheduler's explicit DefaultMask).
+func (r *runner) applyAllocations(d sched.Decisions) {
+	if len(d.Allocate) == 0 && len(d.DefaultMask) == 0 {
+		return
+	}
+	target := map[int]uint64{}
+	for _, a := range d.Allocate {
+		if j := r.byID[a.Job]; j != nil && j.state == StateRunning {
+			target[a.Job] = a.Mask
+		}
+	}
+	newDef := r.defaults(target, d.DefaultMask)
+	for _, s := range sortedKeys(newDef) {
+		m := newDef[s]
+		// shrink first to the part it keeps; when the old and new runs are disjoint
+		// (system/default moves to another stretch of free ways) go there directly
+		if inter := r.defMask[s] & m; inter == 0 {
+			r.setDefault(s, m)
+		} else if inter != r.defMask[s] {
+			r.setDefault(s, inter)
+		}
+	}
+	for _, a := range d.Allocate {
+		j := r.byID[a.Job]
+		if j == nil || j.state != StateRunning {
+			continue
+		}
+		if j.probe != nil && a.Reason != "probe-buffer" {
+			if a.Mask != 0 && sched.Ways(a.Mask) == sched.Ways(j.probe.req.Buffer) {
+				// consolidation moved the probe's buffer: follow it and restart the
+				// current segment (the job lost its cached lines)
+				j.probe.req.Buffer = a.Mask
+				j.reserved, j.mba = a.Mask, a.MBA
+				r.beginSegment(j, r.pf.Now())
+				r.event("probe-moved", a.Job, fmt.Sprintf("%s: buffer now %#x", a.Reason, a.Mask))
+				continue
+			}
+			j.probe.sweep.Fail("allocation changed during the probe (" + a.Reason + ")")
+			r.endProbe(j)
+		}
+		if err := r.setAlloc(j, a.Mask, a.MBA); err != nil {
+			r.res.AllocationErrors++
+			r.warnf("job %s: allocation %#x/%d%% failed: %v; it stays in system/default", j.spec.Name, a.Mask, a.MBA, err)
+			r.event("allocation-failed", a.Job, err.Error())
+			r.setAlloc(j, 0, 0)
+			j.reserved, j.mba = 0, 0
+			continue
+		}
+		j.reserved, j.mba = a.Mask, a.MBA
+		clos := ""
+		if a.Mask != 0 {
+			clos = fmt.Sprintf("job-%d", a.Job)
+		}
+		r.event("allocate", a.Job, fmt.Sprintf("%s: %#x + %d%% MBA on socket %d", a.Reason, a.Mask, a.MBA, j.socket))
+		r.fail(r.rec.Allocation(AllocationRecord{T: r.pf.Now(), Socket: j.socket, CLOS: clos, Mask: a.Mask, MBA: float64(a.MBA), Members: []int{a.Job}, Source: "sched"}))
+	}
+	r.updateDefaults(d.DefaultMask)
+}
+
+func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[int]uint64 {
+	m := r.bm.Machine
+	out := map[int]uint64{}
+	for s := 0; s < m.Sockets; s++ {
+		out[s] = m.FullMask()
+	}
+	for _, j := range r.live {
+		mask := j.reserved
+		if o, ok := override[j.spec.ID]; ok {
+			mask = o
+		}
+		if j.socket >= 0 {
+			out[j.socket] &^= mask
+		}
+	}
+	if !m.CAT.SparseMasks {
+		for s, v := range out {
+			out[s] = largestRun(v, m.LLC.Ways)
+		}
+	}
+	for s, v := range explicit {
+		out[s] = v
+	}
+	return out
+}
+
+// largestRun keeps the longest run of set bits of v (ties: the highest), because a CPU
+// without sparse-mask support (Intel) accepts only contiguous masks: system/default gets
+// the largest contiguous stretch of ways no group holds (the reserve at the top ways
+// guarantees one exists); free ways outside it are lost to outer fragmentation until a
+// consolidation (seed000.md §6 item 5).
+func largestRun(v uint64, ways int) uint64 {
+	best, bestStart, cur := 0, 0, 0
+	for i := 0; i < ways; i++ {
+		if v&(1<<uint(i)) != 0 {
+			cur++
+			if cur >= best {
+				best, bestStart = cur, i-cur+1
+			}
+		} else {
+			cur = 0
+		}
+	}
+	return sched.RunMask(bestStart, best)
+}
+
+func (r *runner) updateDefaults(explicit map[int]uint64) {
+	def := r.defaults(nil, explicit)
+	for _, s := range sortedKeys(def) {
+		if m := def[s]; m != r.defMask[s] {
+			r.setDefault(s, m)
+		}
+	}
+}
+
+func (r *runner) setDefault(s int, m uint64) {
+	if m == 0 {
+		r.warnf("system/default would lose every way on socket %d; keeping %#x", s, r.defMask[s])
+		return
+	}
+	if err := r.pf.SetDefaultMask(s, m); err != nil {
+		r.res.AllocationErrors++
+		r.warnf("system/default mask %#x on socket %d: %v", m, s, err)
+		return
+	}
+	r.defMask[s] = m
+	r.fail(r.rec.Allocation(AllocationRecord{T: r.pf.Now(), Socket: s, CLOS: "system/default", Mask: m, MBA: 100, Source: "sched"}))
+}
+
+// startProbe begins an allocation probe inside the reserved buffer.
+func (r *runner) startProbe(req sched.ProbeRequest, now time.Duration) {
+	j := r.byID[req.Job]
+	if j == nil || j.state != StateRunning {
+		r.results = append(r.results, sched.ProbeResult{Job: req.Job, Result: probe.Result{Err: "job is not running"}})
+		return
+	}
+	r.res.Probes++
+	p := &activeProbe{req: req, sweep: probe.NewSweep(req.Config, j.spec.IPCETarget)}
+	j.probe = p
+	r.event("probe-start", j.spec.ID, fmt.Sprintf("buffer %#x up to %d%% MBA on socket %d", req.Buffer, req.MaxMBA, req.Socket))
+	if j.reserved != req.Buffer || req.Socket != j.socket {
+		p.sweep.Fail(fmt.Sprintf("its probe buffer %#x on socket %d was not applied", req.Buffer, req.Socket))
+		r.endProbe(j)
+		return
+	}
+	r.beginSegment(j, now)
+}
+
+func (r *runner) beginSegment(j *rjob, now time.Duration) {
+	p := j.probe
+	c, ok := p.sweep.Current()
+	if !ok {
+		r.endProbe(j)
+		return
+	}
+	mask, err := sched.LowestWays(p.req.Buffer, c.Ways)
+	if err == nil && c.MBA > p.req.MaxMBA {
+		err = fmt.Errorf("%d%% MBA exceeds the probe's %d%%", c.MBA, p.req.MaxMBA)
+	}
+	if err == nil {
+		err = r.setAlloc(j, mask, c.MBA)
+	}
+	if err != nil {
+		p.sweep.Fail(fmt.Sprintf("enforcing %d ways/%d%% MBA: %v", c.Ways, c.MBA, err))
+		r.endProbe(j)
+		return
+	}
+	cnt, err := r.pf.Read(j.spec.ID)
+	if err != nil {
+		p.sweep.Fail("reading counters: " + err.Error())
+		r.endProbe(j)
+		return
+	}
+	p.combo, p.mask = c, mask
+	p.segStart, p.segEnd = now, now+p.req.Config.SegmentTime()
+	p.next = now + p.req.Config.Frequency
+	p.last, p.lastT = cnt, now
+	p.samples, p.ipcSum, p.ipcN = p.samples[:0], 0, 0
+}
+
+// stepProbe takes the probe's 50 ms samples and closes segments.
+func (r *runner) stepProbe(j *rjob, now time.Duration) {
+	p := j.probe
+	if p.next <= now && now > p.lastT {
+		c, err := r.pf.Read(j.spec.ID)
+		if err == nil {
+			p.samples = append(p.samples, metric.IPCE(c.StallsTotal-p.last.StallsTotal, c.Cycles-p.last.Cycles))
+			if ipc := metric.IPC(c.Instructions-p.last.Instructions, c.Cycles-p.last.Cycles); !math.IsNaN(ipc) {
+				p.ipcSum += ipc
+				p.ipcN++
+			}
+			p.last, p.lastT = c, now
+		}
+		for p.next <= now {
+			p.next += p.req.Config.Frequency
+		}
+	}
+	if p.segEnd <= now {
+		p.sweep.Finish(p.samples)
+		seg := ProbeRecord{Job: j.spec.ID, Start: p.segStart, End: now, Kind: "allocation", Socket: j.socket,
+			Ways: p.combo.Ways, Mask: p.mask, MBA: float64(p.combo.MBA), IPC: math.NaN(),
+			IPCE: probe.TrimmedMean(p.samples, p.req.Config.DropOutliers), Result: "measured"}
+		if p.ipcN > 0 {
+			seg.IPC = p.ipcSum / float64(p.ipcN)
+		}
+		if p.sweep.Done() {
+			seg.Result = "break"
+		}
+		r.fail(r.rec.Probe(seg))
+		if p.sweep.Done() {
+			r.endProbe(j)
+		} else {
+			r.beginSegment(j, now)
+		}
+	}
+}
+
+func (r *runner) endProbe(j *rjob) {
+	p := j.probe
+	j.probe = nil
+	if !p.sweep.Done() {
+		p.sweep.Fail("ended early")
+	}
+	res := p.sweep.Result(sched.Ways(p.req.Buffer), p.req.MaxMBA)
+	if res.Err != "" {
+		r.res.ProbesFailed++
+		r.event("probe-failed", j.spec.ID, res.Err)
+	} else {
+		r.event("probe-result", j.spec.ID, fmt.Sprintf("%d ways %d%% MBA, IPCE %.1f%% (threshold %.1f%%, met %v)", res.Ways, res.MBA, 100*res.IPCE, 100*res.Target, res.Met))
+	}
+	r.results = append(r.results, sched.ProbeResult{Job: j.spec.ID, Result: res})
+}
+
+// sortedKeys is a helper for deterministic iteration.
+func sortedKeys(m map[int]uint64) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}

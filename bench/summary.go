@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"time"
+
+	"colo/metric"
+)
+
+// Summary is one scheduler's headline, the entries of `colo run --json`'s "schedulers"
+// array. Keys are stable (issue #5 item 6): IPCE values in percent, time over target as
+// fractions, NaN encoded as null.
+type Summary struct {
+	Name              string  `json:"name"`
+	PriorityIPCE      float64 `json:"priority_ipce"`
+	BatchIPCE         float64 `json:"batch_ipce"`
+	GlobalIPCE        float64 `json:"global_ipce"`
+	TimeOverTarget    float64 `json:"time_over_target"`
+	TimeOverTargetP90 float64 `json:"time_over_target_p90"`
+	JobsCompleted     int     `json:"jobs_completed"`
+	JobsRejected      int     `json:"jobs_rejected"`
+	JobsTotal         int     `json:"jobs_total"`
+	JobsStarted       int     `json:"jobs_started"`
+	PriorityJobs      int     `json:"priority_jobs"`
+	BatchJobs         int     `json:"batch_jobs"`
+	QueueDelayMean    float64 `json:"queue_delay_mean_s"`
+	QueueDelayP90     float64 `json:"queue_delay_p90_s"`
+	Probes            int     `json:"probes"`
+	ProbesFailed      int     `json:"probes_failed"`
+	Consolidations    int     `json:"consolidations"`
+	ConsolidatedWays  int     `json:"consolidated_ways"`
+	AllocationErrors  int     `json:"allocation_errors"`
+	AllocMismatches   int     `json:"allocation_mismatches"`
+	Samples           int     `json:"samples"`
+	VirtualSeconds    float64 `json:"virtual_seconds"`
+	WallSeconds       float64 `json:"wall_seconds"`
+}
+
+// Summarize computes the headline of a run.
+//
+// Aggregation (the thesis leaves it open, seed000.md §8 item 6; colo fixes it): a job's
+// IPCE is the time-weighted mean of its collector-interval IPCE over its life
+// (metric.TimeWeightedMean, probe segments included); priority/batch/global IPCE is the
+// plain mean of that over the priority/batch/all jobs that produced at least one sample,
+// ×100. Time over target is, over the priority jobs with a target, Σ(time at or above
+// target) / Σ(time observed) (metric.TimeOverTarget per job, weighted by its observed
+// time); time_over_target_p90 is the 90th percentile (metric.Percentile) of the per-job
+// fractions. Queueing delay is admission − arrival over the started jobs.
+func Summarize(r *Result, wall time.Duration) Summary {
+	s := Summary{Name: r.Scheduler, VirtualSeconds: r.Virtual.Seconds(), WallSeconds: wall.Seconds(),
+		Probes: r.Probes, ProbesFailed: r.ProbesFailed, Consolidations: r.Consolidations,
+		ConsolidatedWays: r.ConsolidatedWays, AllocationErrors: r.AllocationErrors,
+		AllocMismatches: r.AllocationMismatches, Samples: r.Samples, JobsTotal: len(r.Jobs)}
+	var prio, batch, all, tot, delays []float64
+	met, obs := 0.0, 0.0
+	for _, j := range r.Jobs {
+		if j.Priority {
+			s.PriorityJobs++
+		} else {
+			s.BatchJobs++
+		}
+		switch j.State {
+		case StateCompleted:
+			s.JobsCompleted++
+		case StateRejected, StateExpired:
+			s.JobsRejected++
+		}
+		if j.Start >= 0 {
+			s.JobsStarted++
+			delays = append(delays, (j.Start - j.Arrival).Seconds())
+		}
+		if math.IsNaN(j.IPCE) {
+			continue
+		}
+		all = append(all, j.IPCE)
+		if j.Priority {
+			prio = append(prio, j.IPCE)
+		} else {
+			batch = append(batch, j.IPCE)
+		}
+		if j.Priority && j.Target > 0 && !math.IsNaN(j.TimeOverTarget) {
+			tot = append(tot, j.TimeOverTarget)
+			met += j.TimeOverTarget * j.Duration.Seconds()
+			obs += j.Duration.Seconds()
+		}
+	}
+	s.PriorityIPCE = 100 * mean(prio)
+	s.BatchIPCE = 100 * mean(batch)
+	s.GlobalIPCE = 100 * mean(all)
+	s.TimeOverTarget = math.NaN()
+	if obs > 0 {
+		s.TimeOverTarget = met / obs
+	}
+	s.TimeOverTargetP90 = metric.Percentile(tot, 90)
+	s.QueueDelayMean = mean(delays)
+	s.QueueDelayP90 = metric.Percentile(delays, 90)
+	return s
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}
+
+// RelativeChange is (x − base)/base × 100, the thesis's "improvement / penalty" of an IPCE
+// versus the Least Loaded baseline (seed000.md §3, consistent with 4.3/0.6 = 7.17).
+func RelativeChange(base, x float64) float64 {
+	if base == 0 || math.IsNaN(base) || math.IsNaN(x) {
+		return math.NaN()
+	}
+	return (x - base) / base * 100
+}
+
+// MarshalJSON writes the summary with NaN and ±Inf as null (encoding/json rejects them).
+func (s Summary) MarshalJSON() ([]byte, error) { return marshalNullNaN(s) }
+
+// marshalNullNaN encodes a flat struct in field order, floats that are not finite as null.
+func marshalNullNaN(v any) ([]byte, error) {
+	rv := reflect.ValueOf(v)
+	rt := rv.Type()
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		b.Write(k)
+		b.WriteByte(':')
+		fv := rv.Field(i)
+		if fv.Kind() == reflect.Float64 && (math.IsNaN(fv.Float()) || math.IsInf(fv.Float(), 0)) {
+			b.WriteString("null")
+			continue
+		}
+		x, err := json.Marshal(fv.Interface())
+		if err != nil {
+			return nil, err
+		}
+		b.Write(x)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}

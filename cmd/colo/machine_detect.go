@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+
+	"colo/machine"
+
+	"github.com/spf13/cobra"
+)
+
+// init adds "colo machine detect" to the machine command registered by machine.go (files
+// initialise in name order, so machine.go's init has run).
+func init() {
+	mc, _, err := rootCmd.Find([]string{"machine"})
+	if err != nil || mc == rootCmd {
+		panic("machine_detect.go: the machine command is not registered")
+	}
+	var sysfs, resctrl string
+	var asJSON bool
+	detect := &cobra.Command{
+		Use:   "detect",
+		Short: "Describe this host from sysfs (and /sys/fs/resctrl/info when mounted)",
+		Long: `Reads the CPU topology and last-level cache from sysfs and, when resctrl is
+mounted, the CAT/MBA capabilities from its info directory. Memory bandwidth is not in
+sysfs and is assumed; the description says what was assumed.`,
+		Example: "  colo machine detect\n  colo machine detect --json --sysfs /host/sys --resctrl /host/sys/fs/resctrl",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := os.Stat(sysfs); err != nil {
+				return badInputf("--sysfs %s: %v (give the sysfs mount point, e.g. /sys)", sysfs, err)
+			}
+			p, err := machine.Detect(sysfs, resctrl)
+			if err != nil {
+				return err
+			}
+			return printProfile(cmd, p, asJSON)
+		},
+	}
+	detect.Flags().StringVar(&sysfs, "sysfs", "/sys", "sysfs mount point")
+	detect.Flags().StringVar(&resctrl, "resctrl", "/sys/fs/resctrl", "resctrl mount point (absent: no CAT/MBA)")
+	detect.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	mc.AddCommand(detect)
+}

@@ -1,0 +1,78 @@
+package simprof
+
+import (
+	"testing"
+
+	"colo/predict"
+	"colo/sim"
+)
+
+func TestSimPipeline(t *testing.T) {
+	r, err := NewRunner("icx-4314-2s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dials := []float64{0, 8, 16, 24, 32, 48, 64, 96}
+	apps := map[string]sim.Workload{}
+	for _, n := range []string{"cpu", "neighbor:6M:1g", "mlr:8M", "mload:60M"} {
+		w, err := sim.ParseWorkload(n, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		apps[n] = w
+	}
+	rows, err := r.ReporterCurve(dials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := predict.Curve{Name: "reporter"}
+	for i, row := range rows {
+		rep.Dials = append(rep.Dials, dials[i])
+		rep.Perf = append(rep.Perf, row.Avg)
+	}
+	if rep.Perf[len(rep.Perf)-1] <= rep.Perf[0] {
+		t.Fatalf("reporter does not slow down under the SoI: %v", rep.Perf)
+	}
+	curves, scores := map[string]predict.Curve{}, map[string]float64{}
+	for n, w := range apps {
+		c, err := r.SensitivityCurve(n, w, dials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		curves[n] = c
+		row, err := r.Contentiousness(n, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores[n] = predict.ScoreOf(rep, n, row.Avg, predict.MethodLinear).MB
+		p96, _ := predict.Predict(c, 96, predict.MethodNearest)
+		t.Logf("%-15s P(96 MB) %.3f  score %.1f MB", n, p96, scores[n])
+	}
+	p := func(n string) float64 { v, _ := predict.Predict(curves[n], 96, predict.MethodNearest); return v }
+	if !(p("cpu") > 0.98 && p("neighbor:6M:1g") < 0.8) {
+		t.Errorf("cpu should be insensitive (%.3f), neighbor sensitive (%.3f)", p("cpu"), p("neighbor:6M:1g"))
+	}
+	if !(scores["mload:60M"] > scores["cpu"]) || scores["cpu"] > 4 {
+		t.Errorf("scores: mload %.1f should exceed cpu %.1f ≈ 0", scores["mload:60M"], scores["cpu"])
+	}
+	// Predicted vs measured co-runs, both directions, for every pair.
+	var eps []float64
+	for a := range apps {
+		for c := range apps {
+			if a == c {
+				continue
+			}
+			pred, _ := predict.Predict(curves[a], scores[c], predict.MethodLinear)
+			meas, err := r.CoRun(apps[a], apps[c])
+			if err != nil {
+				t.Fatal(err)
+			}
+			eps = append(eps, predict.PredictionError(pred, meas))
+		}
+	}
+	s := predict.ErrorStats(eps, 0)
+	t.Logf("sim validation: %+v", s)
+	if s.N != 12 {
+		t.Fatalf("n %d", s.N)
+	}
+}
