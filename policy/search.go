@@ -44,10 +44,10 @@ func (t *clusterTable) at(c, k int) (inv, mx, mn float64) {
 	return t.data[b], t.data[b+t.W], t.data[b+2*t.W]
 }
 
-// With a bandwidth model, lowF(i, f) is a lower bound on application i's bandwidth factor
-// at share f (bandwidthBounds): Σ 1/S and max S are then taken of S·lowF, which keeps them
-// valid bounds of the final values (final S = S·F ≥ S·lowF); min S stays cache-only.
-func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, lowF func(i int, f float64) float64, jobs int, tick func(int64)) *clusterTable {
+// With a bandwidth model, lowF and highF(i, f) bound application i's bandwidth factor at
+// share f (bandwidthBounds): Σ 1/S and max S are taken of S·lowF and min S of S·highF,
+// which keeps them valid bounds of the final values (final S = S·F).
+func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, lowF, highF func(i int, f float64) float64, jobs int, tick func(int64)) *clusterTable {
 	n := len(apps)
 	N := 1 << uint(n)
 	t := &clusterTable{n: n, W: W, stride: W}
@@ -73,8 +73,12 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, lowF func(
 				inv, mx, mn := 0.0, math.Inf(-1), math.Inf(1)
 				for j, f := range s {
 					x := profile.Interp(sd[idx[j]], f)
-					mn = math.Min(mn, x)
-					if lowF != nil {
+					if lowF == nil {
+						mn = math.Min(mn, x)
+					} else {
+						if needMinMax {
+							mn = math.Min(mn, x*highF(idx[j], f))
+						}
 						x *= lowF(idx[j], f)
 					}
 					inv += 1 / x
@@ -116,7 +120,7 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, lowF func(
 //
 // valid because every application's slowdown at any share f is at most the maximum of its
 // (piecewise-linear, MODEL.md §3.2) curve, so the smallest slowdown in R is at most the
-// smallest of those maxima. It is nearly exact in practice: the least slowed-down
+// smallest of those maxima (times the largest bandwidth factor, hiMax, with a model). It is nearly exact in practice: the least slowed-down
 // application is usually a light-sharing one whose whole curve is close to 1.
 type boundTables struct {
 	W, stride int
@@ -133,7 +137,7 @@ func (b *boundTables) at(R, r int) (stp, lbMax, ubMin float64) {
 	return b.data[i], b.data[i+b.W+1], b.ubMin[R]
 }
 
-func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, jobs int, tick func(int64)) *boundTables {
+func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, hiMax func(int) float64, jobs int, tick func(int64)) *boundTables {
 	n, W := t.n, t.W
 	N := 1 << uint(n)
 	W1 := W + 1
@@ -146,6 +150,9 @@ func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, jobs i
 			m := profile.Interp(sd, 0)
 			for _, x := range sd {
 				m = math.Max(m, x)
+			}
+			if hiMax != nil {
+				m *= hiMax(i)
 			}
 			maxS[i] = m
 		}
@@ -270,32 +277,35 @@ func parallelRange(lo, hi, jobs, chunk int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// bandwidthBounds bounds the bandwidth factor F_i of any application under any allocation,
-// so that the cache-only tables give valid bounds of the final objective:
+// bandwidthBounds bounds the bandwidth factor F_i of an application at share f under any
+// allocation of the others, so that the cache-only tables give valid bounds of the final
+// objective. Both bounds are nil without a bandwidth model (F = 1).
 //
-// Upper bound fmax (for the minimum slowdown):
-//   - none: 1.
-//   - morad and stalls: with a = 1 − U the Morad equation gives F = x/u = (u+a)/(u(u+a)+a)
-//     ≤ 1/a, since a² ≤ a; the root U grows with every demand (perfmodel.MoradRoot), so it
-//     is at most U(x^max), x_i^max the maximum of i's bandwidth curve over 0..W ways
-//     (including its extrapolation below one way). So F ≤ 1/(1 − U(x^max)); the stalls factor
-//     1 + (M/T)(F − 1) ≤ F as M ≤ T.
-//   - simple: none derived; +Inf (the search stays exact, it only prunes less).
-//
-// Lower bound lowF(i, f) at share f (for STP and the maximum slowdown):
-//   - none, simple: 1 (every factor is ≥ 1: the physical Morad root has u_i ≤ U; the simple
-//     model only reduces bandwidth).
-//   - morad: U ≥ U_min = U(x^min), x_j^min the minimum of j's bandwidth curve, since U grows
-//     with every demand and every application of the workload is in every solution; for
-//     fixed x, F(x, U) grows with U (perfmodel.MoradFactorAt). Application i's own demand
+// Lower bound lowF(i, f) (for STP and the maximum slowdown):
+//   - simple: 1 (the model only reduces bandwidth; every factor is ≥ 1).
+//   - morad: the root U grows with every demand (perfmodel.MoradRoot) and every application
+//     of the workload is in every solution, so U ≥ U_min = U(x^min), x_j^min the minimum of
+//     j's bandwidth curve over 0..W ways (including its extrapolation below one way). For
+//     fixed x, F(x, U) grows with U (perfmodel.MoradFactorAt), and application i's own demand
 //     at share f is known exactly, so F_i ≥ max(1, F(x_i(f), U_min)).
-//   - stalls: 1 + ρ_i(f)·(F − 1) grows with F for ρ = M/T ≥ 0, so the same bound through it.
-func bandwidthBounds(apps []*profile.Table, m perfmodel.Options) (fmax float64, lowF func(i int, f float64) float64) {
+//   - stalls: 1 + ρ_i(f)·(F − 1), ρ = M/T ≥ 0, grows with F: the same bound through it.
+//
+// Upper bound highF(i, f) (for the minimum slowdown):
+//   - simple: +Inf (none derived; the search stays exact, it only prunes less).
+//   - morad: with a = 1 − U, F − 1 = u(U − u)/(u² + ua + a) ≤ u·U/a ≤ x·U/(1 − U), since the
+//     physical root has u ≤ x (F ≥ 1); and U ≤ U_max = U(x^max). So F_i ≤ 1 + x_i(f)·U_max/(1 − U_max),
+//     tight for the light applications that usually hold the minimum.
+//   - stalls: 1 + ρ(F − 1) with ρ = M/T at share f, through the same bound.
+//
+// hiMax(i) bounds highF(i, f) over every f (x_i^max in place of x_i(f), ρ ≤ 1).
+func bandwidthBounds(apps []*profile.Table, m perfmodel.Options) (lowF, highF func(i int, f float64) float64, hiMax func(i int) float64) {
 	if m.BW == perfmodel.None || m.BW == "" || m.MaxBW <= 0 || math.IsInf(m.MaxBW, 1) {
-		return 1, nil
+		return nil, nil, nil
 	}
+	one := func(int, float64) float64 { return 1 }
+	inf := func(int, float64) float64 { return math.Inf(1) }
 	if m.BW == perfmodel.Simple {
-		return math.Inf(1), func(int, float64) float64 { return 1 }
+		return one, inf, func(int) float64 { return math.Inf(1) }
 	}
 	xmax, xmin := make([]float64, len(apps)), make([]float64, len(apps))
 	for i, t := range apps {
@@ -306,24 +316,32 @@ func bandwidthBounds(apps []*profile.Table, m perfmodel.Options) (fmax float64, 
 			xmax[i], xmin[i] = math.Max(xmax[i], v), math.Min(xmin[i], v)
 		}
 	}
-	fmax = math.Inf(1)
-	if U, _, err := perfmodel.MoradRoot(xmax, m.MaxBW); err == nil && U < 1 {
-		fmax = 1 / (1 - U) * (1 + 1e-9)
-	}
-	Umin, _, err := perfmodel.MoradRoot(xmin, m.MaxBW)
-	if err != nil {
-		return fmax, func(int, float64) float64 { return 1 }
-	}
 	stalls := m.BW == perfmodel.Stalls
-	return fmax, func(i int, f float64) float64 {
-		t := apps[i]
-		F := math.Max(1, perfmodel.MoradFactorAt(t.At(profile.BandwidthMBps, f)/m.MaxBW, Umin))
+	through := func(t *profile.Table, f, F float64) float64 {
 		if stalls {
 			a := perfmodel.CacheApp(t, f)
-			F = perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
+			return perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
 		}
-		return math.Max(1, F*(1-1e-9))
+		return F
 	}
+	lowF, highF, hiMax = one, inf, func(int) float64 { return math.Inf(1) }
+	if Umin, _, err := perfmodel.MoradRoot(xmin, m.MaxBW); err == nil {
+		lowF = func(i int, f float64) float64 {
+			t := apps[i]
+			F := math.Max(1, perfmodel.MoradFactorAt(t.At(profile.BandwidthMBps, f)/m.MaxBW, Umin))
+			return math.Max(1, through(t, f, F)*(1-1e-9))
+		}
+	}
+	if Umax, _, err := perfmodel.MoradRoot(xmax, m.MaxBW); err == nil && Umax < 1 {
+		k := Umax / (1 - Umax)
+		highF = func(i int, f float64) float64 {
+			t := apps[i]
+			F := 1 + t.At(profile.BandwidthMBps, f)/m.MaxBW*k
+			return through(t, f, F) * (1 + 1e-9)
+		}
+		hiMax = func(i int) float64 { return (1 + xmax[i]/m.MaxBW*k) * (1 + 1e-9) }
+	}
+	return lowF, highF, hiMax
 }
 
 // searchState is shared by the workers of one search.
@@ -333,7 +351,6 @@ type searchState struct {
 	W      int
 	tab    *clusterTable
 	bnd    *boundTables
-	fmax   float64
 	fast   bool // no bandwidth model: leaves are scored from the tables
 	mu     sync.Mutex
 	best   []choice // incumbent, nil if none
@@ -352,11 +369,11 @@ const eps = 1e-9
 
 // bound returns the optimistic (unfairness, STP) of any completion of a partial solution
 // with aggregates (inv, mx, mn) whose remaining applications R get exactly r ways.
-// Validity: final slowdowns are cache-only slowdowns times bandwidth factors F ∈ [1, fmax]
-// and F ≥ lowF (see bandwidthBounds), and the tables hold S·lowF for Σ 1/S and max S: so the
-// final STP is at most inv + stp[R][r]; the final maximum slowdown is at least
-// max(mx, lbMax[R][r]); the final minimum is at most the cache-only minimum times fmax, at
-// most min(mn, ubMin[R])·fmax.
+// Validity: final slowdowns are cache-only slowdowns S times bandwidth factors F with
+// lowF ≤ F ≤ highF (bandwidthBounds; both 1 without a model), and the tables hold S·lowF
+// for Σ 1/S and max S and S·highF for min S. So the final STP is at most inv + stp[R][r],
+// the final maximum slowdown is at least max(mx, lbMax[R][r]) and the final minimum at most
+// min(mn, ubMin[R]).
 func (s *searchState) bound(R, r int, inv, mx, mn float64) (u, stp float64) {
 	stp = inv
 	if R != 0 {
@@ -365,7 +382,7 @@ func (s *searchState) bound(R, r int, inv, mx, mn float64) (u, stp float64) {
 		mx, mn = math.Max(mx, lm), math.Min(mn, um)
 	}
 	if s.obj == MinUnf {
-		u = mx / (mn * s.fmax)
+		u = mx / mn
 	}
 	return u, stp
 }
@@ -553,11 +570,11 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 		}
 	}
 	needMM := o == MinUnf
-	fmax, lowF := bandwidthBounds(in.Apps, in.Model)
-	s := &searchState{in: in, obj: o, W: W, fmax: fmax}
+	lowF, highF, hiMax := bandwidthBounds(in.Apps, in.Model)
+	s := &searchState{in: in, obj: o, W: W}
 	s.fast = lowF == nil
-	s.tab = buildClusterTable(in.Apps, W, needMM, lowF, jobs, tick)
-	s.bnd = buildBounds(s.tab, in.Apps, needMM, jobs, tick)
+	s.tab = buildClusterTable(in.Apps, W, needMM, lowF, highF, jobs, tick)
+	s.bnd = buildBounds(s.tab, in.Apps, needMM, hiMax, jobs, tick)
 	s.dive()
 	if s.err != nil {
 		return nil, s.err

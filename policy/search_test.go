@@ -159,7 +159,8 @@ func TestSearchRefusesHugeWorkloads(t *testing.T) {
 }
 
 // bandwidthBounds must bracket the true factor of every application in every allocation:
-// lowF(i, share) ≤ F_i ≤ fmax (random clusterings of random workloads, seeded).
+// lowF(i, share) ≤ F_i ≤ highF(i, share) ≤ hiMax(i) (random clusterings of random
+// workloads, seeded).
 func TestBandwidthBoundsBracket(t *testing.T) {
 	set, _ := profile.Default()
 	rng := rand.New(rand.NewSource(99))
@@ -168,7 +169,7 @@ func TestBandwidthBoundsBracket(t *testing.T) {
 		n := 2 + rng.Intn(9)
 		apps := randomWorkload(rng, set, n)
 		model := perfmodel.Options{BW: []perfmodel.BWModel{perfmodel.Morad, perfmodel.Stalls}[trial%2], MaxBW: 15000 + float64(rng.Intn(30000))}
-		fmax, lowF := bandwidthBounds(apps, model)
+		lowF, highF, hiMax := bandwidthBounds(apps, model)
 		// random clustering with at most 11 clusters and a random composition of 11 ways
 		k := 1 + rng.Intn(min(n, m.LLC.Ways))
 		groups := make([][]int, k)
@@ -195,8 +196,9 @@ func TestBandwidthBoundsBracket(t *testing.T) {
 			continue // a demand above the limit: refused, nothing to bound
 		}
 		for i, a := range r.Apps {
-			if lo := lowF(i, a.Share); lo > a.BWFactor+1e-12 || a.BWFactor > fmax {
-				t.Fatalf("trial %d %s app %d: factor %v outside [%v, %v]", trial, model.BW, i, a.BWFactor, lo, fmax)
+			lo, hi := lowF(i, a.Share), highF(i, a.Share)
+			if lo > a.BWFactor+1e-12 || a.BWFactor > hi || hi > hiMax(i) {
+				t.Fatalf("trial %d %s app %d: factor %v outside [%v, %v] (max %v)", trial, model.BW, i, a.BWFactor, lo, hi, hiMax(i))
 			}
 		}
 	}
