@@ -352,6 +352,9 @@ type searchState struct {
 	tab    *clusterTable
 	bnd    *boundTables
 	fast   bool // no bandwidth model: leaves are scored from the tables
+	// refine enables the per-node STP bound with a Morad-based model (refineSTP).
+	refine bool
+	xmin   []float64 // each application's smallest demand / B
 	mu     sync.Mutex
 	best   []choice // incumbent, nil if none
 	bu, bs float64
@@ -456,7 +459,78 @@ func appsOf(c uint) []int {
 // dfs explores every completion of path: the next cluster holds the lowest remaining
 // application (so every clustering is generated once) and takes k ways; the last cluster
 // takes exactly the ways left.
+// scratch holds, per worker, the model's values of the applications placed so far.
+type scratch struct {
+	apps   []perfmodel.App
+	dem    []float64
+	curves [][]float64
+	idx    []int
+	sh     []float64
+}
+
+func newScratch(n int) *scratch {
+	return &scratch{apps: make([]perfmodel.App, n), dem: make([]float64, n), sh: make([]float64, n)}
+}
+
+// refineSTP is a tighter STP bound for a node under a Morad-based model, used after the
+// table bound passed: the applications already placed (the complement of rest, including
+// cluster c with k ways, whose values it computes) have exact demands, the others at
+// least their smallest, so the bus total is at least U_node = U(those demands) — U grows
+// with every demand — and each placed application's factor is at least F(x_i, U_node)
+// (increasing in U at fixed x; through the stalls weighting for stalls). The rest keeps
+// its table bound stp[rest][r'].
+func (s *searchState) refineSTP(sc *scratch, c, k, rest, rr int) float64 {
+	sc.idx, sc.curves = sc.idx[:0], sc.curves[:0]
+	for m := uint(c); m != 0; m &= m - 1 {
+		i := bits.TrailingZeros(m)
+		sc.idx = append(sc.idx, i)
+		sc.curves = append(sc.curves, s.in.Apps[i].Col(profile.LLCMPKC))
+	}
+	sh := perfmodel.Shares(sc.sh[:len(sc.idx)], sc.curves, k)
+	for j, i := range sc.idx {
+		sc.apps[i] = perfmodel.CacheApp(s.in.Apps[i], sh[j])
+	}
+	B := s.in.Model.MaxBW
+	placed := ((1 << uint(len(s.in.Apps))) - 1) ^ rest
+	for i := range sc.dem {
+		if placed>>uint(i)&1 == 1 {
+			sc.dem[i] = sc.apps[i].BandwidthMBps
+		} else {
+			sc.dem[i] = s.xmin[i] * B
+		}
+	}
+	U, _, err := perfmodel.MoradRoot(sc.dem, B)
+	if err != nil {
+		return math.Inf(1)
+	}
+	ub := 0.0
+	if rest != 0 {
+		ub, _, _ = s.bnd.at(rest, rr)
+	}
+	stalls := s.in.Model.BW == perfmodel.Stalls
+	for m := uint(placed); m != 0; m &= m - 1 {
+		a := &sc.apps[bits.TrailingZeros(m)]
+		F := math.Max(1, perfmodel.MoradFactorAt(a.BandwidthMBps/B, U))
+		if stalls {
+			F = perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
+		}
+		ub += 1 / (a.SlowdownCache * math.Max(1, F*(1-1e-9)))
+	}
+	return ub
+}
+
 func (s *searchState) dfs(path []choice, R, r int, inv, mx, mn float64, nodes *int64) {
+	var sc *scratch
+	if s.refine {
+		sc = newScratch(len(s.in.Apps))
+		for _, ch := range path { // values of the clusters placed before this subtree
+			s.refineSTP(sc, int(ch.c), int(ch.k), 0, 0)
+		}
+	}
+	s.dfsR(sc, path, R, r, inv, mx, mn, nodes)
+}
+
+func (s *searchState) dfsR(sc *scratch, path []choice, R, r int, inv, mx, mn float64, nodes *int64) {
 	*nodes++
 	if R == 0 {
 		if r == 0 {
@@ -479,7 +553,10 @@ func (s *searchState) dfs(path []choice, R, r int, inv, mx, mn float64, nodes *i
 			if u, st := s.bound(rest, r-k, ci, cx, cn); s.prune(u, st) {
 				continue
 			}
-			s.dfs(append(path, choice{uint32(c), int8(k)}), rest, r-k, ci, cx, cn, nodes)
+			if sc != nil && s.prune(0, s.refineSTP(sc, c, k, rest, r-k)) {
+				continue
+			}
+			s.dfsR(sc, append(path, choice{uint32(c), int8(k)}), rest, r-k, ci, cx, cn, nodes)
 		}
 		if sub == 0 {
 			break
@@ -573,6 +650,17 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 	lowF, highF, hiMax := bandwidthBounds(in.Apps, in.Model)
 	s := &searchState{in: in, obj: o, W: W}
 	s.fast = lowF == nil
+	if !s.fast && o == MaxSTP && in.Model.BW != perfmodel.Simple {
+		s.refine = true
+		for _, t := range in.Apps {
+			bw := t.Col(profile.BandwidthMBps)
+			x := profile.Interp(bw, 0)
+			for _, v := range bw {
+				x = math.Min(x, v)
+			}
+			s.xmin = append(s.xmin, x/in.Model.MaxBW)
+		}
+	}
 	s.tab = buildClusterTable(in.Apps, W, needMM, lowF, highF, jobs, tick)
 	s.bnd = buildBounds(s.tab, in.Apps, needMM, hiMax, jobs, tick)
 	s.dive()
