@@ -346,12 +346,12 @@ func bandwidthBounds(apps []*profile.Table, m perfmodel.Options) (lowF, highF fu
 
 // searchState is shared by the workers of one search.
 type searchState struct {
-	in     Input
-	obj    Objective
-	W      int
-	tab    *clusterTable
-	bnd    *boundTables
-	fast   bool // no bandwidth model: leaves are scored from the tables
+	in   Input
+	obj  Objective
+	W    int
+	tab  *clusterTable
+	bnd  *boundTables
+	fast bool // no bandwidth model: leaves are scored from the tables
 	// refine enables the per-node STP bound with a Morad-based model (refineSTP).
 	refine bool
 	xmin   []float64 // each application's smallest demand / B
