@@ -207,13 +207,21 @@ func MoradFactorAt(x, U float64) float64 {
 // and found by bisection (PBBCache runs a Newton solver instead; see OversubscribedWarning).
 // It is increasing in every demand. With fewer than two active applications U = Σx_i.
 func MoradRoot(demands []float64, limit float64) (U float64, active int, err error) {
+	lo, hi, active, err := MoradBracket(demands, limit, 200)
+	return (lo + hi) / 2, active, err
+}
+
+// MoradBracket brackets the root of MoradRoot after at most iters bisection steps:
+// lo ≤ U ≤ hi (lo = hi = Σx_i with fewer than two active applications). A few dozen steps
+// give a lower bound of U that is good to ~1e-8, which is all the exact search needs.
+func MoradBracket(demands []float64, limit float64, iters int) (lo, hi float64, active int, err error) {
 	var dbuf [32]float64
 	d := dbuf[:0]
 	sum := 0.0
 	for _, b := range demands {
 		x := b / limit
 		if x >= 1 {
-			return 0, 0, fmt.Errorf("morad bandwidth model: a solo demand of %.0f MB/s is not below the limit %.0f MB/s; raise --max-bw", b, limit)
+			return 0, 0, 0, fmt.Errorf("morad bandwidth model: a solo demand of %.0f MB/s is not below the limit %.0f MB/s; raise --max-bw", b, limit)
 		}
 		if x > 0 {
 			active++
@@ -222,7 +230,7 @@ func MoradRoot(demands []float64, limit float64) (U float64, active int, err err
 		}
 	}
 	if active <= 1 {
-		return sum, active, nil
+		return sum, sum, active, nil
 	}
 	g := func(U float64) float64 {
 		s := -U
@@ -231,8 +239,8 @@ func MoradRoot(demands []float64, limit float64) (U float64, active int, err err
 		}
 		return s
 	}
-	lo, hi := 0.0, 1.0
-	for it := 0; it < 200 && hi-lo > 1e-15; it++ {
+	lo, hi = 0.0, 1.0
+	for it := 0; it < iters && hi-lo > 1e-15; it++ {
 		mid := (lo + hi) / 2
 		if g(mid) > 0 {
 			lo = mid
@@ -240,7 +248,7 @@ func MoradRoot(demands []float64, limit float64) (U float64, active int, err err
 			hi = mid
 		}
 	}
-	return (lo + hi) / 2, active, nil
+	return lo, hi, active, nil
 }
 
 // StallsFactor is the stall-weighted Morad factor (MODEL.md §4.3): only the memory-bound

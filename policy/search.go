@@ -326,11 +326,7 @@ func bandwidthBounds(apps []*profile.Table, m perfmodel.Options) (lowF, highF fu
 	}
 	lowF, highF, hiMax = one, inf, func(int) float64 { return math.Inf(1) }
 	if Umin, _, err := perfmodel.MoradRoot(xmin, m.MaxBW); err == nil {
-		lowF = func(i int, f float64) float64 {
-			t := apps[i]
-			F := math.Max(1, perfmodel.MoradFactorAt(t.At(profile.BandwidthMBps, f)/m.MaxBW, Umin))
-			return math.Max(1, through(t, f, F)*(1-1e-9))
-		}
+		lowF = lowFactorAt(apps, m, Umin)
 	}
 	if Umax, _, err := perfmodel.MoradRoot(xmax, m.MaxBW); err == nil && Umax < 1 {
 		k := Umax / (1 - Umax)
@@ -344,6 +340,43 @@ func bandwidthBounds(apps []*profile.Table, m perfmodel.Options) (lowF, highF fu
 	return lowF, highF, hiMax
 }
 
+// lowFactorAt is lowF of bandwidthBounds for a given lower bound U0 of the bus total:
+// max(1, F(x_i(f), U0)), through the stalls weighting for stalls. It is valid wherever the
+// true total is at least U0 (F grows with U at fixed x).
+func lowFactorAt(apps []*profile.Table, m perfmodel.Options, U0 float64) func(i int, f float64) float64 {
+	return func(i int, f float64) float64 {
+		t := apps[i]
+		F := math.Max(1, perfmodel.MoradFactorAt(t.At(profile.BandwidthMBps, f)/m.MaxBW, U0))
+		if m.BW == perfmodel.Stalls {
+			a := perfmodel.CacheApp(t, f)
+			F = perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
+		}
+		return math.Max(1, F*(1-1e-9))
+	}
+}
+
+// stpLevel is an STP bound table computed with the factors' lower bound at bus total U:
+// valid for the applications not yet placed at any node whose U_node ≥ U.
+type stpLevel struct {
+	U   float64
+	bnd *boundTables
+}
+
+// stpLevels extra STP tables are built for the refined bound when the workload has at most
+// maxLevelApps applications (each level costs one more table and DP).
+const (
+	stpLevels    = 6
+	maxLevelApps = 16
+)
+
+func (s *searchState) xminMBps() []float64 {
+	out := make([]float64, len(s.xmin))
+	for i, x := range s.xmin {
+		out[i] = x * s.in.Model.MaxBW
+	}
+	return out
+}
+
 // searchState is shared by the workers of one search.
 type searchState struct {
 	in   Input
@@ -354,7 +387,8 @@ type searchState struct {
 	fast bool // no bandwidth model: leaves are scored from the tables
 	// refine enables the per-node STP bound with a Morad-based model (refineSTP).
 	refine bool
-	xmin   []float64 // each application's smallest demand / B
+	xmin   []float64  // each application's smallest demand / B
+	levels []stpLevel // increasing U; levels[0] is the global U_min (s.bnd)
 	mu     sync.Mutex
 	best   []choice // incumbent, nil if none
 	bu, bs float64
@@ -478,7 +512,8 @@ func newScratch(n int) *scratch {
 // least their smallest, so the bus total is at least U_node = U(those demands) — U grows
 // with every demand — and each placed application's factor is at least F(x_i, U_node)
 // (increasing in U at fixed x; through the stalls weighting for stalls). The rest keeps
-// its table bound stp[rest][r'].
+// its table bound stp[rest][r'], from the STP level with the largest U ≤ U_node: the rest's
+// factors are at least F(x, U_level) since the true total is at least U_node.
 func (s *searchState) refineSTP(sc *scratch, c, k, rest, rr int) float64 {
 	sc.idx, sc.curves = sc.idx[:0], sc.curves[:0]
 	for m := uint(c); m != 0; m &= m - 1 {
@@ -499,13 +534,19 @@ func (s *searchState) refineSTP(sc *scratch, c, k, rest, rr int) float64 {
 			sc.dem[i] = s.xmin[i] * B
 		}
 	}
-	U, _, err := perfmodel.MoradRoot(sc.dem, B)
+	U, _, _, err := perfmodel.MoradBracket(sc.dem, B, 26) // a lower bound of U_node
 	if err != nil {
 		return math.Inf(1)
 	}
 	ub := 0.0
 	if rest != 0 {
-		ub, _, _ = s.bnd.at(rest, rr)
+		b := s.bnd
+		for _, l := range s.levels {
+			if l.U <= U {
+				b = l.bnd
+			}
+		}
+		ub, _, _ = b.at(rest, rr)
 	}
 	stalls := s.in.Model.BW == perfmodel.Stalls
 	for m := uint(placed); m != 0; m &= m - 1 {
@@ -659,6 +700,28 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 				x = math.Min(x, v)
 			}
 			s.xmin = append(s.xmin, x/in.Model.MaxBW)
+		}
+	}
+	if s.refine && n <= maxLevelApps {
+		// Extra STP tables at bus totals between U_min and U_max (levels), so that deep nodes,
+		// whose U_node is large, bound the rest with larger factors.
+		xmax := make([]float64, n)
+		for i, t := range in.Apps {
+			bw := t.Col(profile.BandwidthMBps)
+			x := profile.Interp(bw, 0)
+			for _, v := range bw {
+				x = math.Max(x, v)
+			}
+			xmax[i] = x
+		}
+		umin, _, e1 := perfmodel.MoradRoot(s.xminMBps(), in.Model.MaxBW)
+		umax, _, e2 := perfmodel.MoradRoot(xmax, in.Model.MaxBW)
+		if e1 == nil && e2 == nil && umax > umin {
+			for g := 1; g <= stpLevels; g++ {
+				U := umin + (umax-umin)*float64(g)/float64(stpLevels+1)
+				tab := buildClusterTable(in.Apps, W, false, lowFactorAt(in.Apps, in.Model, U), nil, jobs, nil)
+				s.levels = append(s.levels, stpLevel{U, buildBounds(tab, in.Apps, false, nil, jobs, nil)})
+			}
 		}
 	}
 	s.tab = buildClusterTable(in.Apps, W, needMM, lowF, highF, jobs, tick)
