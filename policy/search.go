@@ -112,7 +112,10 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, lowF, high
 // slowdown of an application depends only on its own cluster. Nothing here assumes the
 // curves are monotone in ways (42 of the 55 slowdown curves of the data set are not):
 // every (c, k) is enumerated. Cost: Σ_R 2^{|R|−1} = (3^n − 1)/2 cluster choices, each
-// combined with W(W−1)/2 way pairs. Rows of one R are stored together (stride 2(W+1)).
+// combined with W(W−1)/2 way pairs. Only sets without application 0 are needed — the
+// search always places application 0 first, so no remaining set ever contains it — which
+// cuts the cost to (3^{n−1} − 1)/2 and the memory by half (rows indexed by R/2). Rows of
+// one R are stored together (stride 2(W+1)).
 //
 // The minimum slowdown is bounded more cheaply, without a DP over ways:
 //
@@ -130,11 +133,11 @@ type boundTables struct {
 
 // at returns the bounds of R on r ways (lbMax, ubMin are ±Inf when not computed).
 func (b *boundTables) at(R, r int) (stp, lbMax, ubMin float64) {
-	i := R*b.stride + r
+	i := (R>>1)*b.stride + r
 	if b.ubMin == nil {
 		return b.data[i], math.Inf(-1), math.Inf(1)
 	}
-	return b.data[i], b.data[i+b.W+1], b.ubMin[R]
+	return b.data[i], b.data[i+b.W+1], b.ubMin[R>>1]
 }
 
 func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, hiMax func(int) float64, jobs int, tick func(int64)) *boundTables {
@@ -156,16 +159,16 @@ func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, hiMax 
 			}
 			maxS[i] = m
 		}
-		b.ubMin = make([]float64, N)
+		b.ubMin = make([]float64, N/2)
 		b.ubMin[0] = math.Inf(1)
-		for R := 1; R < N; R++ {
+		for R := 2; R < N; R += 2 {
 			low := bits.TrailingZeros(uint(R))
-			b.ubMin[R] = math.Min(b.ubMin[R&(R-1)], maxS[low])
+			b.ubMin[R>>1] = math.Min(b.ubMin[(R&(R-1))>>1], maxS[low])
 		}
 	}
-	b.data = make([]float64, N*b.stride)
+	b.data = make([]float64, N/2*b.stride)
 	byPop := make([][]int, n+1)
-	for R := 1; R < N; R++ {
+	for R := 2; R < N; R += 2 {
 		p := bits.OnesCount(uint(R))
 		byPop[p] = append(byPop[p], R)
 	}
@@ -201,7 +204,7 @@ func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, hiMax 
 							}
 						}
 					} else {
-						rb := b.data[rest*BS : rest*BS+BS]
+						rb := b.data[(rest>>1)*BS : (rest>>1)*BS+BS]
 						rstp := rb[:W1]
 						for k := 1; k < W; k++ {
 							m := W - k
@@ -240,7 +243,7 @@ func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, hiMax 
 						break
 					}
 				}
-				copy(b.data[R*BS:R*BS+BS], acc)
+				copy(b.data[(R>>1)*BS:(R>>1)*BS+BS], acc)
 			}
 			if tick != nil {
 				tick(int64(hi-lo) << uint(p-1))
@@ -677,7 +680,7 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 	jobs := max(1, opt.Jobs)
 	N := int64(1) << uint(n)
 	var pow3 int64 = 1
-	for i := 0; i < n; i++ {
+	for i := 0; i < n-1; i++ {
 		pow3 *= 3
 	}
 	total := N + pow3/2 + 1 // table build + DP, then the root children
