@@ -13,7 +13,7 @@ import (
 )
 
 // MaxOptcApps is the largest workload the exact clustering search accepts: its tables
-// take about 5·W·8·2^n bytes (about 0.5 GB at n = 20 on 11 ways, 2 GB at 22).
+// take about 4·W·8·2^n bytes (about 0.4 GB at n = 20 on 11 ways, 1.6 GB at 22).
 const MaxOptcApps = 22
 
 // OptcSTP is the STP-optimal clustering over every clustering and way split (PBBCache
