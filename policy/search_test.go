@@ -85,7 +85,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 		{6, perfmodel.Options{}}, {7, perfmodel.Options{}},
 		{3, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 20000}}, {4, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}},
 		{5, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 25000}}, {5, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 12000}},
-		{6, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}}}
+		{6, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}}, {7, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 25000}}}
 	if !testing.Short() {
 		cases = append(cases, tc{8, perfmodel.Options{}})
 	}
