@@ -76,3 +76,19 @@ func TestSimPipeline(t *testing.T) {
 		t.Fatalf("n %d", s.N)
 	}
 }
+
+// BenchmarkProfileOneApp is the time to profile one application on sim: 29 dials (the
+// thesis's grid, 0–112 MB) of 3 s virtual time each.
+func BenchmarkProfileOneApp(b *testing.B) {
+	r, _ := NewRunner("icx-4314-2s", 1)
+	w, _ := sim.ParseWorkload("neighbor:6M:1g", 1, nil)
+	dials := make([]float64, 29)
+	for i := range dials {
+		dials[i] = float64(4 * i)
+	}
+	for b.Loop() {
+		if _, err := r.SensitivityCurve("neighbor", w, dials); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
