@@ -243,7 +243,7 @@ func (r *Runner) startSoI(ctx context.Context, mb float64) (stop func(), err err
 
 // startBackground runs app over and over on the other CPUs (like the thesis's endless
 // `runcpu --iterations=10000`) until stop is called.
-func (r *Runner) startBackground(ctx context.Context, app App) (stop func(), err error) {
+func (r *Runner) startBackground(ctx context.Context, app App) (stop func() error, err error) {
 	cctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
 	var cur *exec.Cmd
@@ -279,7 +279,7 @@ func (r *Runner) startBackground(ctx context.Context, app App) (stop func(), err
 		<-done
 		return nil, fmt.Errorf("background %s: %w", app.Name, err)
 	}
-	return func() {
+	return func() error {
 		cancel()
 		mu.Lock()
 		if cur != nil {
@@ -287,9 +287,8 @@ func (r *Runner) startBackground(ctx context.Context, app App) (stop func(), err
 		}
 		mu.Unlock()
 		<-done
-		if firstErr != nil {
-			r.logf("warning: %v", firstErr)
-		}
+		// A competitor that failed was not running for (part of) the measurement.
+		return firstErr
 	}, nil
 }
 
@@ -377,7 +376,9 @@ func (r *Runner) Contentiousness(ctx context.Context, app App) (predict.Reporter
 	if err == nil {
 		res, err = r.MeasureReporter(ctx)
 	}
-	stop()
+	if serr := stop(); err == nil {
+		err = serr
+	}
 	if err != nil {
 		return predict.ReporterRow{}, err
 	}
@@ -402,7 +403,9 @@ func (r *Runner) CoRun(ctx context.Context, app, competitor App) (float64, error
 	if err == nil {
 		co, err = r.Measure(ctx, app)
 	}
-	stop()
+	if serr := stop(); err == nil {
+		err = serr
+	}
 	if err != nil {
 		return 0, err
 	}

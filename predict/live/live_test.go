@@ -67,6 +67,11 @@ func TestMeasureBadApps(t *testing.T) {
 	if v, err := r.MeasureOnce(context.Background(), App{"sleep", "sleep 0.05"}); err != nil || v < 0.05 {
 		t.Fatalf("wall time of sleep 0.05: %v %v", v, err)
 	}
+	// A competitor that fails is reported, not silently measured as no interference.
+	r.Settle = 200 * time.Millisecond
+	if _, err := r.CoRun(context.Background(), App{"sleep", "sleep 0.01"}, App{"bad", "exit 7"}); err == nil || !strings.Contains(err.Error(), "background bad") {
+		t.Fatalf("failing competitor: %v", err)
+	}
 	if _, err := ParseMetric("cycles"); err == nil {
 		t.Fatal("unknown metric accepted")
 	}
