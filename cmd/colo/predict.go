@@ -51,6 +51,7 @@ type predictFlags struct {
 	wallClock bool
 	machine   string
 	seed      uint64
+	paired    bool
 }
 
 func (f *predictFlags) data(c *cobra.Command) {
@@ -71,6 +72,7 @@ func (f *predictFlags) live(c *cobra.Command) {
 	fl.IntVar(&f.random, "random-threads", 0, "SoI random-access threads (default 1 on ≤ 4 CPUs, else 2)")
 	fl.DurationVar(&f.settle, "settle", time.Second, "wait after starting the SoI or a competitor (thesis: 5 s / 20 s)")
 	fl.IntVar(&f.repeats, "repeats", 1, "measurements per point (median)")
+	fl.BoolVar(&f.paired, "paired", false, "process: pair every measurement under the SoI with an isolated one right before it (ratios cancel drifts of a shared machine; twice the time)")
 	fl.StringVar(&f.repType, "reporter", stress.ReporterAlternating, "reporter type: streaming, random, alternating, hybrid")
 	fl.Float64Var(&f.repMB, "reporter-mb", 0, "reporter footprint in MB actually touched (0: half the detected LLC, so that LLC pressure shows; 16 if undetected)")
 	fl.IntVar(&f.repReps, "reporter-reps", 30, "reporter timed iterations per function")
@@ -321,7 +323,7 @@ func (f *predictFlags) runner(log io.Writer) (measurer, []float64, error) {
 		return nil, nil, fmt.Errorf("--reporter-mb %g must be > 0 and --reporter-reps %d ≥ 1", f.repMB, f.repReps)
 	}
 	return &live.Runner{AppCPUs: appCPUs, OtherCPUs: otherCPUs, StreamThreads: st, RandomThreads: rt,
-		Settle: f.settle, Repeats: f.repeats, Metric: m, Reporter: rcfg, Log: log, WallClock: f.wallClock}, dials, nil
+		Settle: f.settle, Repeats: f.repeats, Paired: f.paired, Metric: m, Reporter: rcfg, Log: log, WallClock: f.wallClock}, dials, nil
 }
 
 func containsInt(xs []int, x int) bool {

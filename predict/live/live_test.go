@@ -165,3 +165,26 @@ func orderingAttempt(t *testing.T) (quiet bool, why string) {
 	}
 	return true, msg
 }
+
+// Paired mode runs end to end and keeps its shapes (values are not asserted: real noise).
+func TestPairedMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real measurement")
+	}
+	r := &Runner{AppCPUs: []int{0}, OtherCPUs: []int{1}, StreamThreads: 1, RandomThreads: 1,
+		Repeats: 2, Paired: true, Metric: MetricAuto,
+		Reporter: stress.ReporterConfig{Type: stress.ReporterAlternating, MB: 2, Reps: 3, Warmup: 1}}
+	ctx := context.Background()
+	c, err := r.SensitivityCurve(ctx, selfApp("compute", "compute:0:0.05"), []float64{0, 8})
+	if err != nil || len(c.Perf) != 2 || c.Perf[0] <= 0 || c.Perf[1] <= 0 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	rows, err := r.ReporterCurve(ctx, []float64{0, 8})
+	if err != nil || len(rows) != 2 || rows[0].Key != "0" || len(rows[1].Functions) != 2 {
+		t.Fatalf("%+v %v", rows, err)
+	}
+	row, err := r.Contentiousness(ctx, selfApp("compute", "compute:0:10"))
+	if err != nil || row.Key != "compute" || row.Avg <= 0 {
+		t.Fatalf("%+v %v", row, err)
+	}
+}
