@@ -647,18 +647,20 @@ func addPredictPairs(pc *cobra.Command) {
 	f := &predictFlags{}
 	var recorded bool
 	c := &cobra.Command{
-		Use:   "predict [APP COMPETITOR]",
-		Short: "Predict every pair (or one pair, both directions) from curves and scores",
+		Use:   "predict [APP COMPETITOR [COMPETITOR...]]",
+		Short: "Predict every pair (or one pair, both directions; or one app next to several) from curves and scores",
 		Long: `Predicts the normalised performance P̂(A | C) = t_A(0)/t_A(I_C) of every application A
 with a sensitivity curve next to every competitor C with a reporter latency (or, with
 --recorded, a score in contentiousness_scores.csv). With two names, prints that pair in both
-directions. Writes predictions.json into --data DIR.`,
+directions. With more competitors, predicts APP next to all of them at once with Govindan et
+al.'s reduction (the dial is the sum of their scores, saturating at the last dial).
+Writes predictions.json into --data DIR.`,
 		Example: `  colo predict predict 605.mcf_s 619.lbm_s
   colo predict predict --method linear --json`,
-		Args: cobra.RangeArgs(0, 2),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				return badInputf("give two names (APP COMPETITOR) or none")
+				return badInputf("give APP and at least one COMPETITOR, or no names")
 			}
 			m, err := f.methodValue()
 			if err != nil {
@@ -686,6 +688,9 @@ directions. Writes predictions.json into --data DIR.`,
 			out := cmd.OutOrStdout()
 			if len(args) == 2 {
 				return printPair(cmd, d, scores, src, m, args[0], args[1], f.asJSON)
+			}
+			if len(args) > 2 {
+				return printMulti(cmd, d, scores, src, m, args[0], args[1:], f.asJSON)
 			}
 			apps := d.Names()
 			mat, err := predict.Matrix(d.Curves, apps, ss, m)
@@ -777,6 +782,38 @@ func printPair(cmd *cobra.Command, d *predict.Dataset, scores map[string]float64
 	for _, o := range out {
 		fmt.Fprintf(w, "%s next to %s (score %.4g MB): predicted performance %.4f of isolated (slowdown %.3f×)\n", o.App, o.Competitor, o.ScoreMB, o.Predicted, o.Slowdown)
 	}
+	return nil
+}
+
+func printMulti(cmd *cobra.Command, d *predict.Dataset, scores map[string]float64, src string, m predict.Method, app string, comps []string, asJSON bool) error {
+	curve, ok := d.Curves[app]
+	if !ok {
+		return badInputf("%s: %s has no sensitivity curve (%s/%s)", d.Source, app, predict.SensitivityDir, predict.CurveFileName(app))
+	}
+	var ss []float64
+	for _, c := range comps {
+		s, ok := scores[c]
+		if !ok {
+			return badInputf("%s: competitor %s has no contentiousness score (not in %s)", d.Source, c, src)
+		}
+		ss = append(ss, s)
+	}
+	mb, note := predict.CombineScores(ss, curve.Dials[len(curve.Dials)-1])
+	mm := m
+	if mm == predict.MethodNearest && curve.MissingDials([]float64{mb}) != nil {
+		mm = predict.MethodLinear
+		note = strings.TrimPrefix(note+"; the summed dial is off the grid: linear interpolation", "; ")
+	}
+	p, err := predict.Predict(curve, mb, mm)
+	if err != nil {
+		return badInput(err)
+	}
+	w := cmd.OutOrStdout()
+	if asJSON {
+		return json.NewEncoder(w).Encode(map[string]any{"app": app, "competitors": comps, "scores_mb": ss, "combined_mb": mb, "predicted": p, "slowdown": 1 / p, "note": note})
+	}
+	fmt.Fprintf(w, "%s next to %s (scores %v MB, combined %.4g MB): predicted performance %.4f of isolated (slowdown %.3f×)%s\n",
+		app, strings.Join(comps, " + "), ss, mb, p, 1/p, noteSuffix(note))
 	return nil
 }
 

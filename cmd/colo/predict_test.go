@@ -83,6 +83,11 @@ func TestPredictFromADirectoryMatchesTheEmbeddedSet(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "predictions.json")); err == nil {
 		t.Fatal("a single pair should not rewrite predictions.json")
 	}
+	// Three co-runners: mcf next to xz (0 MB) and lbm (60 MB) reads mcf's curve at 60 MB.
+	out, err = runPolicyCmd(t, "predict", "predict", "--data", dir, "605.mcf_s", "657.xz_s", "619.lbm_s")
+	if err != nil || !strings.Contains(out, "combined 60 MB") {
+		t.Fatalf("three co-runners: %v\n%s", err, out)
+	}
 	if _, err := runPolicyCmd(t, "predict", "predict", "--data", dir, "--json"); err != nil {
 		t.Fatal(err)
 	}
