@@ -83,13 +83,17 @@ func TestMeasureBadApps(t *testing.T) {
 // reporter suffers more next to random than next to compute. The machine is shared (other
 // builds time-share its 2 CPUs and its cache), so an attempt counts only if it was quiet:
 // the isolated measurements taken before and after it agree within 25 %. Up to 2 attempts;
-// if none is quiet the test is skipped with the numbers logged.
+// if none is quiet (or the load average exceeds twice the CPUs) the test is skipped with
+// the numbers logged.
 func TestEndToEndOrdering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real measurement")
 	}
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs")
+	}
+	if raceEnabled {
+		t.Skip("timings under the race detector mean nothing")
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		quiet, msg := orderingAttempt(t)
@@ -103,12 +107,31 @@ func TestEndToEndOrdering(t *testing.T) {
 
 func within(a, b, rel float64) bool { return math.Abs(a-b) <= rel*math.Max(a, b) }
 
+// loadAvg is the 1-minute load average (0 if unknown).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	fmt.Sscan(string(b), &l)
+	return l
+}
+
 func orderingAttempt(t *testing.T) (quiet bool, why string) {
+	// With more runnable tasks than twice the CPUs, other tenants' processes share both CPUs
+	// and their cache traffic dominates: measured on the development VM at load 11, the
+	// random loop ran faster under the SoI than "alone", because the SoI displaced heavier
+	// tenants from CPU 1.
+	if l := loadAvg(); l > 2*float64(runtime.NumCPU()) {
+		return false, fmt.Sprintf("load average %.1f on %d CPUs", l, runtime.NumCPU())
+	}
+	// Paired: each run under the SoI right after an isolated one, 3 times, median ratio.
 	r := &Runner{AppCPUs: []int{0}, OtherCPUs: []int{1}, StreamThreads: 1, RandomThreads: 1,
-		Settle: 100 * time.Millisecond, Repeats: 1, Metric: MetricAuto,
+		Settle: 100 * time.Millisecond, Repeats: 3, Paired: true, Metric: MetricAuto,
 		Reporter: stress.ReporterConfig{Type: stress.ReporterRandom, MB: 8, Reps: 15, Warmup: 1}}
 	ctx := context.Background()
-	compute, random := selfApp("compute", "compute:0:0.3"), selfApp("random", "random:8:0.3")
+	compute, random := selfApp("compute", "compute:0:0.2"), selfApp("random", "random:8:0.2")
 	// Competitors run for longer than the measurement (they are killed at its end), so that
 	// no restart (allocation, page faults) falls inside it.
 	computeBG, randomBG := selfApp("compute", "compute:0:10"), selfApp("random64", "random:64:10")
@@ -121,10 +144,11 @@ func orderingAttempt(t *testing.T) (quiet bool, why string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ri, err := r.Measure(ctx, random)
+	ri, err := r.Measure(ctx, random) // isolated again, after the curves
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Paired = false // the reporter comparison below alternates the competitors itself
 	l0, err := r.MeasureReporter(ctx)
 	if err != nil {
 		t.Fatal(err)
