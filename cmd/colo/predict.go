@@ -99,6 +99,11 @@ func (f *predictFlags) writable() error {
 	if f.dir == "" {
 		return errors.New("the embedded data set is read-only: give --data DIR to write measurements")
 	}
+	for _, d := range []string{f.dir, filepath.Join(f.dir, predict.SensitivityDir)} {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o222 == 0 {
+			return fmt.Errorf("%s is read-only (a published data set?): measure into another directory", d)
+		}
+	}
 	return os.MkdirAll(filepath.Join(f.dir, predict.SensitivityDir), 0o755)
 }
 
@@ -335,8 +340,13 @@ func containsInt(xs []int, x int) bool {
 	return false
 }
 
-// writeFile writes b to path atomically (temp file + rename): nothing half-written.
+// writeFile writes b to path atomically (temp file + rename): nothing half-written. A
+// target without any write permission bit (a published data set) is refused even for root,
+// whom the kernel would let through.
 func writeFile(path string, b []byte) error {
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o222 == 0 {
+		return badInputf("%s is read-only (a published data set?): not overwriting it; copy the directory to write into it", path)
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
@@ -645,16 +655,15 @@ type predictOutput struct {
 
 func addPredictPairs(pc *cobra.Command) {
 	f := &predictFlags{}
-	var recorded bool
+	var recorded, write bool
 	c := &cobra.Command{
 		Use:   "predict [APP COMPETITOR [COMPETITOR...]]",
 		Short: "Predict every pair (or one pair, both directions; or one app next to several) from curves and scores",
 		Long: `Predicts the normalised performance P̂(A | C) = t_A(0)/t_A(I_C) of every application A
 with a sensitivity curve next to every competitor C with a reporter latency (or, with
 --recorded, a score in contentiousness_scores.csv). With two names, prints that pair in both
-directions. With more competitors, predicts APP next to all of them at once with Govindan et
-al.'s reduction (the dial is the sum of their scores, saturating at the last dial).
-Writes predictions.json into --data DIR.`,
+directions. With --write, saves predictions.json into --data DIR. With more competitors, predicts APP next to all of them at once with Govindan et
+al.'s reduction (the dial is the sum of their scores, saturating at the last dial).`,
 		Example: `  colo predict predict 605.mcf_s 619.lbm_s
   colo predict predict --method linear --json`,
 		Args: cobra.ArbitraryArgs,
@@ -712,7 +721,10 @@ Writes predictions.json into --data DIR.`,
 					res.Notes[s.Competitor] = s.Note
 				}
 			}
-			if f.dir != "" {
+			if write {
+				if f.dir == "" {
+					return badInputf("--write needs --data DIR (the embedded data set is read-only)")
+				}
 				var buf bytes.Buffer
 				if err := predict.WritePredictions(&buf, res.Predictions); err != nil {
 					return err
@@ -748,6 +760,7 @@ Writes predictions.json into --data DIR.`,
 	}
 	f.data(c)
 	c.Flags().BoolVar(&recorded, "recorded", false, "use the scores in contentiousness_scores.csv instead of scoring the raw latencies")
+	c.Flags().BoolVar(&write, "write", false, "write predictions.json into --data DIR")
 	pc.AddCommand(c)
 }
 
@@ -819,13 +832,14 @@ func printMulti(cmd *cobra.Command, d *predict.Dataset, scores map[string]float6
 
 func addScore(pc *cobra.Command) {
 	f := &predictFlags{}
+	var write bool
 	c := &cobra.Command{
 		Use:   "score",
 		Short: "Contentiousness scores of the competitors (optionally measuring the reporter next to --app)",
 		Long: `Converts each competitor's reporter latency (contentiousness.csv) into its score on the
 reporter curve. With --runtime process --app NAME=CMD, first measures the reporter while
-each application runs in the background and adds it to contentiousness.csv. Writes
-contentiousness_scores.csv into --data DIR. A non-monotone reporter curve is reported with
+each application runs in the background and adds it to contentiousness.csv, and writes
+contentiousness_scores.csv (without --runtime only with --write). A non-monotone reporter curve is reported with
 how each affected score was chosen.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -862,7 +876,10 @@ how each affected score was chosen.`,
 				return badInputf("%s: no %s to score; measure it with --runtime process --app NAME=CMD", d.Source, predict.ContentionFile)
 			}
 			ss := predict.ScoreAll(d, m)
-			if f.dir != "" {
+			if write || f.runtime != "" {
+				if f.dir == "" {
+					return badInputf("--write needs --data DIR (the embedded data set is read-only)")
+				}
 				var buf bytes.Buffer
 				if err := predict.WriteScores(&buf, ss); err != nil {
 					return err
@@ -891,6 +908,7 @@ how each affected score was chosen.`,
 	}
 	f.data(c)
 	f.live(c)
+	c.Flags().BoolVar(&write, "write", false, "write contentiousness_scores.csv into --data DIR (always done after measuring)")
 	pc.AddCommand(c)
 }
 
