@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -260,5 +261,35 @@ func TestPlatformCheckRunsFirst(t *testing.T) {
 	_, err := Run(bm, fp, s, Options{})
 	if err == nil || !strings.Contains(err.Error(), "t.yaml:12") || len(fp.jobs) != 0 || fp.now != 0 {
 		t.Fatalf("err %v; nothing may start", err)
+	}
+}
+
+// TestJSONKeys pins the stable keys of `colo run --json` (issue #5 item 6).
+func TestJSONKeys(t *testing.T) {
+	bm, err := parse(t, genOK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := runWith(t, bm, "least-loaded", newFake(bm.Machine))
+	rep := &Report{Benchmark: bm.Name, Schedulers: []Summary{Summarize(res, 0)}}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Schedulers []map[string]any `json:"schedulers"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"name", "priority_ipce", "batch_ipce", "global_ipce", "time_over_target",
+		"time_over_target_p90", "jobs_completed", "jobs_rejected", "virtual_seconds", "wall_seconds"} {
+		if _, ok := m.Schedulers[0][k]; !ok {
+			t.Errorf("key %s missing from %s", k, b)
+		}
+	}
+	// least-loaded never meets a 0.95 target: 0, not null; no NaN may break the encoding
+	if m.Schedulers[0]["time_over_target"] != 0.0 {
+		t.Errorf("time_over_target %v", m.Schedulers[0]["time_over_target"])
 	}
 }

@@ -56,6 +56,7 @@ type Scheduler struct {
 	RebalanceCooldownT *float64       `yaml:"rebalance_cooldown_t"`
 	RebalanceThreshold *float64       `yaml:"rebalance_threshold"`
 	RebalanceMinGain   *float64       `yaml:"rebalance_min_gain"`
+	Defragment         *bool          `yaml:"defragment"`
 	Prober             Prober         `yaml:"prober"`
 	Options            map[string]any `yaml:"options"`
 }

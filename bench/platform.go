@@ -18,6 +18,7 @@ type Counters struct {
 	StallsL3Miss  float64 // cycle_activity.stalls_l3_miss
 	LLCReferences float64
 	LLCMisses     float64
+	L1References  float64 // retired loads (dCat's l1_ref)
 	// LLCOccupancy is resctrl llc_occupancy now (bytes), not cumulative.
 	LLCOccupancy float64
 	// MBMTotalBytes and MBMLocalBytes are cumulative memory traffic (mbm_*_bytes).

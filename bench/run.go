@@ -107,6 +107,7 @@ type runner struct {
 	results []sched.ProbeResult
 	done    []int
 	defMask map[int]uint64
+	live    []*rjob // running jobs by ID
 	err     error
 }
 
@@ -222,7 +223,7 @@ func (r *runner) loop() error {
 		}
 		r.queue = q
 		// collectors and probes
-		for _, j := range r.running() {
+		for _, j := range r.live {
 			if j.next <= now {
 				r.collect(j, now)
 			}
@@ -234,7 +235,7 @@ func (r *runner) loop() error {
 		if now >= nextTick {
 			placed := r.schedule(now)
 			nextTick = now + tick
-			if len(r.running()) == 0 && nextArrival == len(r.jobs) && len(r.queue) > 0 && !placed {
+			if len(r.live) == 0 && nextArrival == len(r.jobs) && len(r.queue) > 0 && !placed {
 				idleTicks++
 				if idleTicks >= 2 {
 					for _, j := range r.queue {
@@ -248,7 +249,7 @@ func (r *runner) loop() error {
 				idleTicks = 0
 			}
 		}
-		if nextArrival == len(r.jobs) && len(r.queue) == 0 && len(r.running()) == 0 {
+		if nextArrival == len(r.jobs) && len(r.queue) == 0 && len(r.live) == 0 {
 			break
 		}
 		// next event
@@ -256,7 +257,7 @@ func (r *runner) loop() error {
 		if nextArrival < len(r.jobs) {
 			next = min(next, r.jobs[nextArrival].spec.Arrival)
 		}
-		for _, j := range r.running() {
+		for _, j := range r.live {
 			next = min(next, j.next)
 			if j.end >= 0 {
 				next = min(next, j.end)
@@ -312,14 +313,22 @@ func (j *rjob) result() JobResult {
 	return jr
 }
 
+// running is a snapshot of the running jobs in ID order (safe to iterate while jobs stop).
 func (r *runner) running() []*rjob {
-	var out []*rjob
-	for _, j := range r.jobs {
-		if j.state == StateRunning {
-			out = append(out, j)
-		}
+	return append([]*rjob(nil), r.live...)
+}
+
+func (r *runner) setLive(j *rjob, on bool) {
+	i := sort.Search(len(r.live), func(k int) bool { return r.live[k].spec.ID >= j.spec.ID })
+	has := i < len(r.live) && r.live[i] == j
+	switch {
+	case on && !has:
+		r.live = append(r.live, nil)
+		copy(r.live[i+1:], r.live[i:])
+		r.live[i] = j
+	case !on && has:
+		r.live = append(r.live[:i], r.live[i+1:]...)
 	}
-	return out
 }
 
 // collect takes one collector sample of j covering (lastT, now].
@@ -343,7 +352,7 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 		Instructions: c.Instructions - j.last.Instructions, Cycles: c.Cycles - j.last.Cycles,
 		StallsTotal: c.StallsTotal - j.last.StallsTotal, StallsL3Miss: c.StallsL3Miss - j.last.StallsL3Miss,
 		LLCReferences: c.LLCReferences - j.last.LLCReferences, LLCMisses: c.LLCMisses - j.last.LLCMisses,
-		LLCOccupancy: c.LLCOccupancy}
+		L1References: c.L1References - j.last.L1References, LLCOccupancy: c.LLCOccupancy}
 	memTotal := c.MBMTotalBytes - j.last.MBMTotalBytes
 	d.MemBandwidthMBps = memTotal / 1e6 / d.Interval.Seconds()
 	ipce := d.IPCE()
@@ -352,7 +361,7 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 	j.series = append(j.series, metric.Sample{T: j.lastT.Seconds(), Value: ipce})
 	j.lastSamp = &d
 	r.res.Samples++
-	if r.bm.Data.Perf || j.spec.Data.Perf {
+	if j.spec.Data.Perf {
 		r.fail(r.rec.Sample(SampleRecord{Job: j.spec.ID, T: now, Interval: d.Interval, Socket: j.socket,
 			Instructions: d.Instructions, Cycles: d.Cycles, StallsTotal: d.StallsTotal, StallsL3Miss: d.StallsL3Miss,
 			LLCRefs: d.LLCReferences, LLCMisses: d.LLCMisses, OccupancyBytes: d.LLCOccupancy,
@@ -403,6 +412,7 @@ func (r *runner) finish(j *rjob, state, reason string) {
 		r.updateDefaults(nil)
 	}
 	j.state, j.reason, j.stop = state, reason, r.pf.Now()
+	r.setLive(j, false)
 	r.done = append(r.done, j.spec.ID)
 	r.recordJob(j)
 }
@@ -425,7 +435,7 @@ func (r *runner) observation(now time.Duration) *sched.Observation {
 	for _, j := range r.queue {
 		obs.Queue = append(obs.Queue, r.schedJob(j))
 	}
-	for _, j := range r.running() {
+	for _, j := range r.live {
 		obs.Running = append(obs.Running, sched.Running{Job: r.schedJob(j), Socket: j.socket,
 			Placed: append([]int(nil), j.cpus...), Started: j.start, Mask: j.reserved, MBA: j.mba, Last: j.lastSamp})
 	}
@@ -483,6 +493,7 @@ func (r *runner) schedule(now time.Duration) bool {
 			r.busy[c] = j.spec.ID
 		}
 		j.cpus, j.socket, j.start, j.state = cpus, p.Socket, now, StateRunning
+		r.setLive(j, true)
 		j.lastT, j.last = now, Counters{}
 		j.next = now + max(j.spec.Data.Frequency, time.Millisecond)
 		switch {
@@ -593,7 +604,11 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 	newDef := r.defaults(target, d.DefaultMask)
 	for _, s := range sortedKeys(newDef) {
 		m := newDef[s]
-		if inter := r.defMask[s] & m; inter != r.defMask[s] {
+		// shrink first to the part it keeps; when the old and new runs are disjoint
+		// (system/default moves to another stretch of free ways) go there directly
+		if inter := r.defMask[s] & m; inter == 0 {
+			r.setDefault(s, m)
+		} else if inter != r.defMask[s] {
 			r.setDefault(s, inter)
 		}
 	}
@@ -603,7 +618,15 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 			continue
 		}
 		if j.probe != nil && a.Reason != "probe-buffer" {
-			// the scheduler changed a probing job (consolidation): the probe is void
+			if a.Mask != 0 && sched.Ways(a.Mask) == sched.Ways(j.probe.req.Buffer) {
+				// consolidation moved the probe's buffer: follow it and restart the
+				// current segment (the job lost its cached lines)
+				j.probe.req.Buffer = a.Mask
+				j.reserved, j.mba = a.Mask, a.MBA
+				r.beginSegment(j, r.pf.Now())
+				r.event("probe-moved", a.Job, fmt.Sprintf("%s: buffer now %#x", a.Reason, a.Mask))
+				continue
+			}
 			j.probe.sweep.Fail("allocation changed during the probe (" + a.Reason + ")")
 			r.endProbe(j)
 		}
@@ -632,7 +655,7 @@ func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[
 	for s := 0; s < m.Sockets; s++ {
 		out[s] = m.FullMask()
 	}
-	for _, j := range r.running() {
+	for _, j := range r.live {
 		mask := j.reserved
 		if o, ok := override[j.spec.ID]; ok {
 			mask = o
@@ -641,10 +664,35 @@ func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[
 			out[j.socket] &^= mask
 		}
 	}
+	if !m.CAT.SparseMasks {
+		for s, v := range out {
+			out[s] = largestRun(v, m.LLC.Ways)
+		}
+	}
 	for s, v := range explicit {
 		out[s] = v
 	}
 	return out
+}
+
+// largestRun keeps the longest run of set bits of v (ties: the highest), because a CPU
+// without sparse-mask support (Intel) accepts only contiguous masks: system/default gets
+// the largest contiguous stretch of ways no group holds (the reserve at the top ways
+// guarantees one exists); free ways outside it are lost to outer fragmentation until a
+// consolidation (seed000.md §6 item 5).
+func largestRun(v uint64, ways int) uint64 {
+	best, bestStart, cur := 0, 0, 0
+	for i := 0; i < ways; i++ {
+		if v&(1<<uint(i)) != 0 {
+			cur++
+			if cur >= best {
+				best, bestStart = cur, i-cur+1
+			}
+		} else {
+			cur = 0
+		}
+	}
+	return sched.RunMask(bestStart, best)
 }
 
 func (r *runner) updateDefaults(explicit map[int]uint64) {

@@ -36,6 +36,9 @@ type Benchmark struct {
 	Generated bool
 	TraceSeed uint64
 	Jobs      []JobSpec
+	// ResctrlRoot is where the linux platform finds resctrl (colo run --resctrl-root;
+	// empty: the platform's default). The sim platform ignores it.
+	ResctrlRoot string
 }
 
 // DataConfig is a resolved collector configuration.
@@ -186,6 +189,9 @@ func schedConfig(c *checker, file string, root *yaml.Node, m *machine.Profile, s
 	}
 	if s.RebalanceMinGain != nil {
 		cfg.RebalanceMinGain = *s.RebalanceMinGain
+	}
+	if s.Defragment != nil {
+		cfg.Defragment = *s.Defragment
 	}
 	cfg.Options = s.Options
 	p := s.Prober

@@ -73,6 +73,8 @@ type Options struct {
 	Software []Event
 	// Logf receives the one-time fallback warnings; nil: log.Printf.
 	Logf func(format string, args ...any)
+	// Quiet suppresses the warnings (probes).
+	Quiet bool
 }
 
 // Counter counts events for one cgroup on a set of CPUs.
@@ -86,6 +88,12 @@ type Counter struct {
 	prev   [][]reading
 	total  []float64
 	buf    []byte
+	quiet  bool
+	// grouped: one group per CPU (software events); leaders[cpu index] is read.
+	grouped  bool
+	leaders  []int
+	groupFds [][]int
+	names    []string
 }
 
 // Sample is the scaled change of every event since the previous Sample.
@@ -164,7 +172,7 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 	if sys == nil {
 		sys = RealSys{}
 	}
-	c := &Counter{sys: sys, cpus: append([]int(nil), cpus...), buf: make([]byte, 24)}
+	c := &Counter{sys: sys, cpus: append([]int(nil), cpus...), buf: make([]byte, 24), quiet: o.Quiet}
 	cgfd := int(f.Fd())
 
 	hw := o.Events
@@ -184,7 +192,7 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 		c.mode = ModeHardware
 		for _, ev := range raw {
 			if e := c.openOne(cgfd, ev); e != nil {
-				warnOnce(o.Logf, fmt.Sprintf("perf: raw event %s (config %#x) unavailable: %v; IPCE will be reported as unavailable", ev.Name, ev.Config, e))
+				c.warn(o.Logf, fmt.Sprintf("perf: raw event %s (config %#x) unavailable: %v; IPCE will be reported as unavailable", ev.Name, ev.Config, e))
 			}
 		}
 		return c, nil
@@ -194,15 +202,15 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 	if sw == nil {
 		sw = SoftwareEvents
 	}
-	if err := c.openSet(cgfd, sw); err == nil {
+	if err := c.openGroup(cgfd, sw); err == nil {
 		c.mode = ModeSoftware
 		c.reason = explain(hwErr)
-		warnOnce(o.Logf, "perf: hardware counters unavailable ("+c.reason+"); counting software events only, IPC and IPCE are reported as unavailable")
+		c.warn(o.Logf, "perf: hardware counters unavailable ("+c.reason+"); counting software events only, IPC and IPCE are reported as unavailable")
 		return c, nil
 	} else {
 		c.mode = ModeNone
 		c.reason = explain(err)
-		warnOnce(o.Logf, "perf: no perf events can be opened ("+c.reason+"); only runtime CPU time is collected")
+		c.warn(o.Logf, "perf: no perf events can be opened ("+c.reason+"); only runtime CPU time is collected")
 		return c, nil
 	}
 }
@@ -239,6 +247,45 @@ func (c *Counter) openSet(cgfd int, evs []Event) error {
 	return nil
 }
 
+// openGroup opens evs as one event group per CPU (PERF_FORMAT_GROUP): one read(2)
+// returns every event of the CPU, which keeps the per-sample cost low. Groups are
+// scheduled onto the PMU together, so they are only used for software events, which
+// never multiplex; the shared enabled/running times still go through ScaleDelta.
+func (c *Counter) openGroup(cgfd int, evs []Event) error {
+	for _, cpu := range c.cpus {
+		leader := -1
+		var fds []int
+		for _, ev := range evs {
+			attr := unix.PerfEventAttr{
+				Type: ev.Type, Config: ev.Config, Size: uint32(unsafeSizeofAttr),
+				Read_format: unix.PERF_FORMAT_GROUP | unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING,
+			}
+			fd, err := c.sys.Open(&attr, cgfd, cpu, leader, unix.PERF_FLAG_PID_CGROUP|unix.PERF_FLAG_FD_CLOEXEC)
+			if err != nil {
+				for _, f := range fds {
+					c.sys.Close(f)
+				}
+				c.closeAll()
+				return fmt.Errorf("%s: cpu %d: %w", ev.Name, cpu, err)
+			}
+			if leader < 0 {
+				leader = fd
+			}
+			fds = append(fds, fd)
+		}
+		c.leaders = append(c.leaders, leader)
+		c.groupFds = append(c.groupFds, fds)
+	}
+	c.grouped = true
+	c.events = append([]Event(nil), evs...)
+	for range evs {
+		c.prev = append(c.prev, make([]reading, len(c.cpus)))
+		c.total = append(c.total, 0)
+	}
+	c.buf = make([]byte, 24+8*len(evs))
+	return nil
+}
+
 func (c *Counter) openOne(cgfd int, ev Event) error {
 	fds := make([]int, 0, len(c.cpus))
 	for _, cpu := range c.cpus {
@@ -270,7 +317,13 @@ func (c *Counter) closeAll() {
 			c.sys.Close(fd)
 		}
 	}
+	for _, fds := range c.groupFds {
+		for i := len(fds) - 1; i >= 0; i-- {
+			c.sys.Close(fds[i])
+		}
+	}
 	c.events, c.fds, c.prev, c.total = nil, nil, nil, nil
+	c.leaders, c.groupFds, c.grouped = nil, nil, false
 }
 
 // Mode reports which counters are open.
@@ -292,7 +345,13 @@ func (c *Counter) Events() []string {
 // Sample (the first Sample covers the time since Open), summed over CPUs. An event is
 // NaN when any CPU could not count it during the interval (ScaleDelta).
 func (c *Counter) Sample() (Sample, error) {
-	s := Sample{Mode: c.mode, Names: c.Events(), Values: make([]float64, len(c.events))}
+	if c.names == nil {
+		c.names = c.Events()
+	}
+	s := Sample{Mode: c.mode, Names: c.names, Values: make([]float64, len(c.events))}
+	if c.grouped {
+		return s, c.sampleGroups(s.Values)
+	}
 	for i, fds := range c.fds {
 		sum := 0.0
 		for j, fd := range fds {
@@ -322,6 +381,44 @@ func (c *Counter) Sample() (Sample, error) {
 	return s, nil
 }
 
+func (c *Counter) sampleGroups(vals []float64) error {
+	ne := len(c.events)
+	for j, fd := range c.leaders {
+		n, err := c.sys.Read(fd, c.buf)
+		if err != nil || n != len(c.buf) {
+			return fmt.Errorf("perf: read event group on cpu %d: %v (short read %d)", c.cpus[j], err, n)
+		}
+		if nr := binary.NativeEndian.Uint64(c.buf[0:]); nr != uint64(ne) {
+			return fmt.Errorf("perf: event group on cpu %d has %d events, want %d", c.cpus[j], nr, ne)
+		}
+		en, run := binary.NativeEndian.Uint64(c.buf[8:]), binary.NativeEndian.Uint64(c.buf[16:])
+		for i := 0; i < ne; i++ {
+			cur := reading{binary.NativeEndian.Uint64(c.buf[24+8*i:]), en, run}
+			p := c.prev[i][j]
+			c.prev[i][j] = cur
+			if math.IsNaN(vals[i]) {
+				continue
+			}
+			if cur.value < p.value || cur.enabled < p.enabled || cur.running < p.running {
+				vals[i] = math.NaN()
+				continue
+			}
+			d, ok := ScaleDelta(cur.value-p.value, cur.enabled-p.enabled, cur.running-p.running)
+			if !ok {
+				vals[i] = math.NaN()
+				continue
+			}
+			vals[i] += d
+		}
+	}
+	for i, v := range vals {
+		if !math.IsNaN(v) {
+			c.total[i] += v
+		}
+	}
+	return nil
+}
+
 // Totals returns the sum of all sampled (scaled) deltas per event.
 func (c *Counter) Totals() map[string]float64 {
 	out := map[string]float64{}
@@ -348,4 +445,25 @@ func cpuList(cpus []int) string {
 		s[i] = strconv.Itoa(c)
 	}
 	return strings.Join(s, ",")
+}
+
+// warn logs msg once per process unless the counter is a quiet probe.
+func (c *Counter) warn(logf func(string, ...any), msg string) {
+	if !c.quiet {
+		warnOnce(logf, msg)
+	}
+}
+
+// Probe opens counters for the cgroup dir on one CPU without logging and reports the
+// mode colo would get, the reason for a fallback and the raw-stall table in use.
+func Probe(dir string, cpu int, sys Sys) (mode Mode, reason, microarch string, err error) {
+	if b, e := os.ReadFile("/proc/cpuinfo"); e == nil {
+		microarch = DetectMicroarch(b)
+	}
+	c, err := OpenCgroup(dir, []int{cpu}, Options{Sys: sys, Microarch: microarch, Quiet: true})
+	if err != nil {
+		return ModeNone, err.Error(), microarch, err
+	}
+	defer c.Close()
+	return c.Mode(), c.Reason(), microarch, nil
 }

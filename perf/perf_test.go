@@ -46,6 +46,8 @@ type fakeFD struct {
 	ev                  Event
 	cpu                 int
 	val, enabled, runng uint64
+	format              uint64
+	members             []int
 }
 
 type openCall struct {
@@ -64,8 +66,17 @@ func (f *fakePMU) Open(attr *unix.PerfEventAttr, pid, cpu, group, flags int) (in
 			return -1, err
 		}
 	}
+	if group != -1 {
+		l, ok := f.fds[group]
+		if !ok || l.cpu != cpu {
+			return -1, unix.EINVAL
+		}
+	}
 	f.next++
-	f.fds[f.next] = &fakeFD{ev: Event{Type: attr.Type, Config: attr.Config}, cpu: cpu}
+	f.fds[f.next] = &fakeFD{ev: Event{Type: attr.Type, Config: attr.Config}, cpu: cpu, format: attr.Read_format}
+	if group != -1 {
+		f.fds[group].members = append(f.fds[group].members, f.next)
+	}
 	return f.next, nil
 }
 
@@ -75,6 +86,20 @@ func (f *fakePMU) Read(fd int, buf []byte) (int, error) {
 	x, ok := f.fds[fd]
 	if !ok {
 		return 0, unix.EBADF
+	}
+	if x.format&unix.PERF_FORMAT_GROUP != 0 {
+		n := 1 + len(x.members)
+		if len(buf) < 24+8*n {
+			return 0, unix.ENOSPC
+		}
+		binary.NativeEndian.PutUint64(buf[0:], uint64(n))
+		binary.NativeEndian.PutUint64(buf[8:], x.enabled)
+		binary.NativeEndian.PutUint64(buf[16:], x.runng)
+		binary.NativeEndian.PutUint64(buf[24:], x.val)
+		for i, m := range x.members {
+			binary.NativeEndian.PutUint64(buf[32+8*i:], f.fds[m].val)
+		}
+		return 24 + 8*n, nil
 	}
 	binary.NativeEndian.PutUint64(buf[0:], x.val)
 	binary.NativeEndian.PutUint64(buf[8:], x.enabled)
@@ -219,14 +244,30 @@ func TestFallbackToSoftware(t *testing.T) {
 			t.Fatalf("mode %s events %v", c.Mode(), c.Events())
 		}
 		f.advance(unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_TASK_CLOCK, 1, 5e6, 5e6, 5e6)
+		f.advance(unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES, 1, 7, 0, 0)
+		f.advance(unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES, 0, 2, 0, 0)
+		f.advance(unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_TASK_CLOCK, 0, 1e6, 1e6, 1e6)
 		s, _ := c.Sample()
-		if v, ok := s.Get(TaskClock); !ok || v != 5e6 {
+		if v, ok := s.Get(TaskClock); !ok || v != 6e6 {
 			t.Errorf("task-clock %v", v)
+		}
+		if v, ok := s.Get(ContextSwitches); !ok || v != 9 {
+			t.Errorf("context switches %v (group members summed over CPUs)", v)
 		}
 		if _, ok := s.Get(Instructions); ok || !math.IsNaN(s.IPC()) || !math.IsNaN(s.IPCE()) {
 			t.Errorf("IPC must be unavailable in software mode, got %v", s.IPC())
 		}
 		c.Close()
+	}
+	// Software events are read as one group per CPU: members name the leader.
+	leaders := 0
+	for _, o := range f.opened {
+		if o.attr.Type == unix.PERF_TYPE_SOFTWARE && o.group == -1 {
+			leaders++
+		}
+	}
+	if leaders != 3*2 {
+		t.Errorf("%d group leaders, want one per CPU per counter (6)", leaders)
 	}
 	if len(*logs) != 1 || !strings.Contains((*logs)[0], "no hardware PMU") {
 		t.Errorf("want one warning naming the missing PMU, got %q", *logs)

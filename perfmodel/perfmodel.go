@@ -458,3 +458,57 @@ func OversubscribedWarning(demands []float64, limit float64) string {
 	}
 	return fmt.Sprintf("solo bandwidths sum to %.0f MB/s, at or above --max-bw %.0f: PBBCache's Newton solver may land on a non-physical Morad root here (slowdowns below 1); colo uses the physical root, so its numbers can differ from PBBCache's", sum, limit)
 }
+
+// EvaluateMasks is Evaluate for applications given by capacity bitmasks, which may
+// overlap partially (Dunn and CPA place overlapping masks, seed001.md §2.3, §2.5). The
+// PBBCache model (MODEL.md §3.1) only defines the split of a cluster whose applications
+// share identical ways; colo generalises it way by way: the ways are taken from bit 0 up,
+// and each way is split among the applications whose masks contain it, in proportion to
+// the miss rate each would have with one more way, m_i = L_i(min(s_i + 1, W)). For
+// identical masks this is exactly the cluster split of Shares, and for disjoint masks it
+// is strict partitioning, so the two evaluations agree wherever both apply.
+func EvaluateMasks(apps []*profile.Table, masks []uint64, opt Options) (*Result, error) {
+	if len(apps) == 0 || len(masks) != len(apps) {
+		return nil, fmt.Errorf("need one mask per application (%d masks, %d applications)", len(masks), len(apps))
+	}
+	W := apps[0].Ways()
+	for i, t := range apps {
+		if t.Ways() != W {
+			return nil, fmt.Errorf("profiles of %s and %s have different way counts (%d, %d)", apps[0].Name, t.Name, W, t.Ways())
+		}
+		if masks[i] == 0 || masks[i]>>uint(W) != 0 {
+			return nil, fmt.Errorf("application %d (%s): mask %#x is empty or wider than %d ways", i+1, t.Name, masks[i], W)
+		}
+	}
+	s := make([]float64, len(apps))
+	m := make([]float64, len(apps))
+	for b := 0; b < W; b++ {
+		tot, nsh := 0.0, 0
+		for i, t := range apps {
+			if masks[i]>>uint(b)&1 == 0 {
+				continue
+			}
+			m[i] = t.At(profile.LLCMPKC, math.Min(s[i]+1, float64(W)))
+			tot += m[i]
+			nsh++
+		}
+		for i := range apps {
+			if masks[i]>>uint(b)&1 == 0 {
+				continue
+			}
+			if tot > 0 {
+				s[i] += m[i] / tot
+			} else {
+				s[i] += 1 / float64(nsh)
+			}
+		}
+	}
+	res := &Result{Apps: make([]App, len(apps))}
+	for i, t := range apps {
+		res.Apps[i] = CacheApp(t, s[i])
+	}
+	if err := res.applyBW(opt); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

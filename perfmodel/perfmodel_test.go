@@ -266,3 +266,31 @@ func TestParseBWModel(t *testing.T) {
 		t.Error("unknown model accepted")
 	}
 }
+
+// EvaluateMasks agrees with the cluster evaluation where both apply, and splits partial
+// overlaps way by way.
+func TestEvaluateMasksAgrees(t *testing.T) {
+	apps, _ := mustDefault(t).Lookup([]string{"lbm06", "xalancbmk06", "mcf06", "povray06"})
+	cl := []Cluster{{Apps: []int{0, 2}, Ways: 4}, {Apps: []int{1}, Ways: 5}, {Apps: []int{3}, Ways: 2}}
+	want, err := Evaluate(apps, cl, Options{BW: Stalls, MaxBW: 35000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := EvaluateMasks(apps, []uint64{0x780, 0x07c, 0x780, 0x3}, Options{BW: Stalls, MaxBW: 35000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range apps {
+		if math.Abs(got.Apps[i].Slowdown-want.Apps[i].Slowdown) > 1e-12 || math.Abs(got.Apps[i].Share-want.Apps[i].Share) > 1e-12 {
+			t.Errorf("%s: masks %+v, clusters %+v", apps[i].Name, got.Apps[i], want.Apps[i])
+		}
+	}
+	// Partial overlap: lbm06 0x7ff (all ways), xalancbmk06 0x7f0; lbm06 owns ways 0-3 alone.
+	ov, err := EvaluateMasks(apps[:2], []uint64{0x7ff, 0x7f0}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := ov.Apps[0].Share + ov.Apps[1].Share; math.Abs(s-11) > 1e-9 || ov.Apps[0].Share < 4 || ov.Apps[1].Share > 7 {
+		t.Errorf("overlap shares %v, %v", ov.Apps[0].Share, ov.Apps[1].Share)
+	}
+}

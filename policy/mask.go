@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"colo/machine"
-	"colo/perfmodel"
 )
 
 // ParseMask reads a capacity bitmask in hex ("0x600" or "600").
@@ -48,35 +47,21 @@ func Contiguous(mask uint64) bool {
 	return m&(m+1) == 0
 }
 
-// ClustersFromMasks groups the applications of a workload by mask: applications with the
-// same mask form one cluster of popcount(mask) ways (the PBBCache model, MODEL.md §1, knows
-// only clusters that share identical ways). Two different masks that overlap are refused,
-// since the model has no rule for partial overlap. Clusters are numbered in order of first
-// appearance; the second result gives each application's cluster index.
-func ClustersFromMasks(masks []uint64) ([]perfmodel.Cluster, []int, error) {
-	var cl []perfmodel.Cluster
-	var cm []uint64
+// ClusterIDs numbers the distinct masks of a workload in order of first appearance and
+// returns each application's cluster index: applications with identical masks form one
+// cluster (MODEL.md §1). Partially overlapping masks are different clusters.
+func ClusterIDs(masks []uint64) []int {
 	of := make([]int, len(masks))
+	seen := map[uint64]int{}
 	for a, m := range masks {
-		found := -1
-		for i, x := range cm {
-			if x == m {
-				found = i
-				break
-			}
-			if x&m != 0 {
-				return nil, nil, fmt.Errorf("masks %s (application %d) and %s overlap without being equal; the PBBCache model only evaluates applications that share identical ways", FormatMask(m), a+1, FormatMask(x))
-			}
+		id, ok := seen[m]
+		if !ok {
+			id = len(seen)
+			seen[m] = id
 		}
-		if found < 0 {
-			found = len(cl)
-			cl = append(cl, perfmodel.Cluster{Ways: bits.OnesCount64(m)})
-			cm = append(cm, m)
-		}
-		cl[found].Apps = append(cl[found].Apps, a)
-		of[a] = found
+		of[a] = id
 	}
-	return cl, of, nil
+	return of
 }
 
 // PackMasks lays out clusters of the given way counts contiguously without overlap, the

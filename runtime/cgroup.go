@@ -173,6 +173,33 @@ func (c Cgroup) Procs() ([]int, error) {
 	return nil, fmt.Errorf("read cgroup.procs: %w (the workload has exited or its cgroup was removed)", lastErr)
 }
 
+// Threads lists every thread ID in the cgroup (v1 "tasks", v2 "cgroup.threads"): what
+// resctrl's tasks file needs, since it assigns threads, not processes.
+func (c Cgroup) Threads() ([]int, error) {
+	var files []string
+	for _, k := range []string{"cpu", "cpuacct", "memory", "pids", "cpuset", "name=systemd"} {
+		if d, ok := c.Dirs[k]; ok {
+			files = append(files, filepath.Join(d, "tasks"))
+		}
+	}
+	if d, ok := c.Dirs[""]; ok {
+		files = append(files, filepath.Join(d, "cgroup.threads"))
+	}
+	if len(files) == 0 {
+		return nil, errors.New("cgroup has no directory: is the workload running?")
+	}
+	var lastErr error
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		return parsePIDs(b), nil
+	}
+	return nil, fmt.Errorf("read cgroup threads: %w (the workload has exited or its cgroup was removed)", lastErr)
+}
+
 func parsePIDs(b []byte) []int {
 	var out []int
 	for _, l := range strings.Fields(string(b)) {
@@ -364,3 +391,52 @@ func OnlineCPUs() ([]int, error) {
 	}
 	return ParseCPUList(string(b))
 }
+
+// CPUTime reads a cgroup's cumulative CPU time through a file descriptor kept open
+// (one pread per sample: cheap enough for 50 Hz × 30 containers).
+type CPUTime struct {
+	f   *os.File
+	v2  bool
+	buf []byte
+}
+
+// OpenCPUTime opens cpuacct.usage (v1) or cpu.stat (v2) of the cgroup.
+func OpenCPUTime(cg Cgroup) (*CPUTime, error) {
+	if d, ok := cg.Dirs["cpuacct"]; ok {
+		f, err := os.Open(filepath.Join(d, "cpuacct.usage"))
+		if err != nil {
+			return nil, fmt.Errorf("cgroup CPU time: %w (has the workload exited?)", err)
+		}
+		return &CPUTime{f: f, buf: make([]byte, 64)}, nil
+	}
+	if d, ok := cg.Dirs[""]; ok {
+		f, err := os.Open(filepath.Join(d, "cpu.stat"))
+		if err != nil {
+			return nil, fmt.Errorf("cgroup CPU time: %w (has the workload exited?)", err)
+		}
+		return &CPUTime{f: f, v2: true, buf: make([]byte, 512)}, nil
+	}
+	return nil, errors.New("cgroup CPU time: no cpuacct (v1) or unified (v2) directory")
+}
+
+// Read returns the cumulative CPU time of every task in the cgroup.
+func (c *CPUTime) Read() (uint64, error) {
+	n, err := c.f.ReadAt(c.buf, 0)
+	if n == 0 && err != nil {
+		return 0, fmt.Errorf("cgroup CPU time: %w", err)
+	}
+	b := c.buf[:n]
+	if !c.v2 {
+		return strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
+	}
+	for _, l := range bytes.Split(b, []byte{'\n'}) {
+		if v, ok := bytes.CutPrefix(l, []byte("usage_usec ")); ok {
+			us, err := strconv.ParseUint(string(v), 10, 64)
+			return us * 1000, err
+		}
+	}
+	return 0, errors.New("cgroup CPU time: no usage_usec in cpu.stat")
+}
+
+// Close releases the file.
+func (c *CPUTime) Close() error { return c.f.Close() }

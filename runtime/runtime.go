@@ -48,6 +48,8 @@ type Spec struct {
 	Mounts      []Mount
 	Privileged  bool
 	Labels      map[string]string
+	// Aliases are extra names under which other workloads on the network reach this one.
+	Aliases []string
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
@@ -167,10 +169,13 @@ type Runtime interface {
 	// Wait blocks until the workload exits and returns how it ended.
 	Wait(ctx context.Context, id string) (Exit, error)
 	Inspect(ctx context.Context, id string) (Info, error)
-	// List returns the workloads carrying all the given labels (nil: all colo-owned).
+	// List returns the colo-owned workloads carrying all the given labels (nil: all
+	// colo-owned, from any run).
 	List(ctx context.Context, labels map[string]string) ([]Info, error)
 	// Stats takes one sample of resource usage.
 	Stats(ctx context.Context, id string) (Stats, error)
+	// SetCpuset re-pins a running workload to cpus (cpuset list syntax).
+	SetCpuset(ctx context.Context, id string, cpus string) error
 	Close() error
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"colo/probe"
 )
 
 func init() {
@@ -153,6 +155,13 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 			out.Allocate = append(out.Allocate, Allocation{Job: j.ID, Socket: g.Socket, Reason: "probe-only"})
 			logf("job %d: probe result %d ways/%d%% (allocate: false)", j.ID, pr.Ways, pr.MBA)
 		default:
+			if d.cfg.Probe.Greedy && len(pr.Segments) > 0 {
+				// greedy: the passing combination that fits best what the socket has
+				// free (its buffer included), judged with the accountant's view
+				i := probe.ChooseGreedy(pr.Segments, pr.Target, d.acct.FreeWays(g.Socket)+Ways(g.Mask), d.acct.FreeMBA(g.Socket)+g.MBA)
+				pr.Combo, pr.IPCE = pr.Segments[i].Combo, pr.Segments[i].IPCE
+				pr.Met = pr.IPCE >= pr.Target
+			}
 			ways := min(pr.Ways+d.cfg.Probe.BufferWays, Ways(g.Mask))
 			mba := min(pr.MBA+d.cfg.Probe.BufferMem, g.MBA)
 			ng, err := d.acct.Shrink(groupName(j.ID), ways, mba)
@@ -166,6 +175,15 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 			j.state = allocated
 			out.Allocate = append(out.Allocate, Allocation{Job: j.ID, Socket: ng.Socket, Mask: ng.Mask, MBA: ng.MBA, Reason: "probe-result"})
 			logf("job %d: allocated %d ways %#x + %d%% MBA on socket %d (probe IPCE %.1f%%, met=%v)", j.ID, ways, ng.Mask, ng.MBA, ng.Socket, 100*pr.IPCE, pr.Met)
+		}
+	}
+
+	// optional eager defragmentation (Config.Defragment)
+	if d.cfg.Defragment {
+		for s := 0; s < d.acct.Sockets(); s++ {
+			if free := d.acct.FreeMask(s); free != 0 && LargestRun(free, d.acct.TotalWays()) < Ways(free) {
+				d.consolidate(s, &out, logf)
+			}
 		}
 	}
 
@@ -185,15 +203,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		bw, bm := d.bufferSize()
 		now, after := d.acct.Fit(j.socket, bw, bm)
 		if !now && after {
-			moves := d.acct.Consolidate(j.socket)
-			for _, mv := range moves {
-				var id int
-				fmt.Sscanf(mv.Name, "job-%d", &id)
-				g, _ := d.acct.Group(mv.Name)
-				out.Allocate = append(out.Allocate, Allocation{Job: id, Socket: mv.Socket, Mask: mv.To, MBA: g.MBA, Reason: "consolidate"})
-				out.ConsolidatedWays += mv.LostWays
-				logf("consolidate socket %d: job %d %#x -> %#x (loses %d ways of cached lines)", mv.Socket, id, mv.From, mv.To, mv.LostWays)
-			}
+			d.consolidate(j.socket, &out, logf)
 			now, _ = d.acct.Fit(j.socket, bw, bm)
 		}
 		if !now {
@@ -259,6 +269,18 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		}
 	}
 	return out
+}
+
+// consolidate repacks socket s and emits the moved groups' new masks.
+func (d *Dynamic) consolidate(s int, out *Decisions, logf func(string, ...any)) {
+	for _, mv := range d.acct.Consolidate(s) {
+		var id int
+		fmt.Sscanf(mv.Name, "job-%d", &id)
+		g, _ := d.acct.Group(mv.Name)
+		out.Allocate = append(out.Allocate, Allocation{Job: id, Socket: mv.Socket, Mask: mv.To, MBA: g.MBA, Reason: "consolidate"})
+		out.ConsolidatedWays += mv.LostWays
+		logf("consolidate socket %d: job %d %#x -> %#x (loses %d ways of cached lines)", mv.Socket, id, mv.From, mv.To, mv.LostWays)
+	}
 }
 
 // sorted lists the jobs by ID so that float sums and ties are deterministic.

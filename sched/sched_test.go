@@ -224,3 +224,55 @@ func TestRegistry(t *testing.T) {
 		t.Error("unknown option accepted")
 	}
 }
+
+func TestDynamicDefragmentAfterRelease(t *testing.T) {
+	m := icx(t)
+	for _, defrag := range []bool{false, true} {
+		cfg := dynCfg()
+		cfg.Defragment = defrag
+		d, _ := NewDynamic(Env{Machine: m, Config: cfg})
+		d.acct.Allocate("job-1", 0, 2, 10) // 0x003
+		d.acct.Allocate("job-2", 0, 2, 10) // 0x00c
+		d.jobs[1] = &djob{Job: Job{ID: 1, Priority: true}, socket: 0, state: allocated}
+		d.jobs[2] = &djob{Job: Job{ID: 2, Priority: true}, socket: 0, state: allocated}
+		out := d.Tick(&Observation{Now: time.Second, FreeCPUs: freeAll(m), Finished: []int{1},
+			Running: []Running{running(Job{ID: 2, Priority: true}, 0, 0, nil)}})
+		moved := len(out.Allocate) == 1 && out.Allocate[0].Job == 2 && out.Allocate[0].Mask == 0x003
+		if moved != defrag {
+			t.Fatalf("defragment=%v: %+v", defrag, out.Allocate)
+		}
+		if defrag && (d.acct.FreeMask(0) != 0x7fc || out.ConsolidatedWays != 2) {
+			t.Fatalf("free %#x, lost %d", d.acct.FreeMask(0), out.ConsolidatedWays)
+		}
+	}
+}
+
+func TestDynamicGreedyUsesTheAccountant(t *testing.T) {
+	m := icx(t)
+	cfg := dynCfg()
+	cfg.Probe.Greedy = true
+	d, _ := NewDynamic(Env{Machine: m, Config: cfg})
+	p := Job{ID: 1, Cores: 1, Priority: true, IPCETarget: 0.9}
+	out := d.Tick(&Observation{Now: 0, FreeCPUs: freeAll(m), Queue: []Job{p}})
+	s := out.Place[0].Socket
+	// the socket's bandwidth is nearly all committed: 60 % held by another group
+	d.acct.Allocate("job-99", s, 1, 60)
+	d.jobs[99] = &djob{Job: Job{ID: 99, Priority: true}, socket: s, state: allocated}
+	run := []Running{running(p, s, 0, nil), running(Job{ID: 99, Priority: true}, s, 0, nil)}
+	out = d.Tick(&Observation{Now: 3 * time.Second, FreeCPUs: freeAll(m), Running: run})
+	if len(out.Probe) != 1 {
+		t.Fatalf("%+v", out)
+	}
+	segs := []probe.Segment{
+		{Combo: probe.Combo{Ways: 2, MBA: 20}, IPCE: 0.91},
+		{Combo: probe.Combo{Ways: 3, MBA: 10}, IPCE: 0.92},
+		{Combo: probe.Combo{Ways: 4, MBA: 10}, IPCE: 0.93},
+	}
+	res := probe.Result{Combo: probe.Combo{Ways: 2, MBA: 20}, IPCE: 0.91, Met: true, Target: 0.9, Segments: segs}
+	out = d.Tick(&Observation{Now: 16 * time.Second, FreeCPUs: freeAll(m), Running: run,
+		ProbeResults: []ProbeResult{{Job: 1, Result: res}}})
+	// free: 10 ways, 30 % MBA (buffer included): 2/10+20/30 = 0.87 > 3/10+10/30 = 0.63
+	if len(out.Allocate) != 1 || Ways(out.Allocate[0].Mask) != 3 || out.Allocate[0].MBA != 10 {
+		t.Fatalf("greedy picked %+v", out.Allocate)
+	}
+}

@@ -45,6 +45,7 @@ type Sample struct {
 	StallsL3Miss  float64
 	LLCReferences float64
 	LLCMisses     float64
+	L1References  float64 // retired loads (dCat's l1_ref, seed003.md)
 	// LLCOccupancy is resctrl llc_occupancy in bytes at the end of the interval.
 	LLCOccupancy float64
 	// MemBandwidthMBps is the mbm_total_bytes rate over the interval (10^6 B/s).
@@ -174,6 +175,10 @@ type Config struct {
 	RebalanceThreshold float64 // summed StallsL3Miss% difference that triggers a move
 	RebalanceMinGain   float64 // minimal improvement of that difference per move
 	Probe              probe.Config
+	// Defragment consolidates a socket as soon as its free ways are not one contiguous
+	// run (after a release), instead of only when a request does not fit; system/default
+	// can then use every free way, at the cost of the moved groups' cached lines.
+	Defragment bool
 	// Options holds implementation-specific keys (scheduler.options in YAML); a factory
 	// must reject keys it does not know.
 	Options map[string]any

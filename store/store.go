@@ -254,6 +254,7 @@ func (s *Store) DatabaseBytes() int64 {
 type RunWriter struct {
 	s       *Store
 	run     Run
+	obs     []Observer
 	jobs    []Job
 	samples []Sample
 	allocs  []Allocation
@@ -268,29 +269,79 @@ func (w *RunWriter) ID() int64 { return w.run.ID }
 // Run returns the run's record.
 func (w *RunWriter) Run() Run { return w.run }
 
+// Observer sees every job, sample, allocation, event and summary a RunWriter accepts, as
+// it is accepted (the InfluxDB sink streams a run this way). Its methods are called with
+// the store's lock held and must not block.
+type Observer interface {
+	Job(Run, Job)
+	Sample(Run, Sample)
+	Allocation(Run, Allocation)
+	Event(Run, Event)
+	Summary(Run, Summary)
+}
+
+// Observe adds an observer of this run's rows.
+func (w *RunWriter) Observe(o Observer) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	w.obs = append(w.obs, o)
+}
+
 // Job inserts or replaces a job record (call again whenever its state changes).
 func (w *RunWriter) Job(j Job) error {
-	return w.add(func() int { w.jobs = append(w.jobs, j); return len(w.jobs) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			o.Job(w.run, j)
+		}
+		w.jobs = append(w.jobs, j)
+		return len(w.jobs)
+	})
 }
 
 // Sample appends one collector sample.
 func (w *RunWriter) Sample(x Sample) error {
-	return w.add(func() int { w.samples = append(w.samples, x); return len(w.samples) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			o.Sample(w.run, x)
+		}
+		w.samples = append(w.samples, x)
+		return len(w.samples)
+	})
 }
 
 // Samples appends a batch of samples (one tick of every running job, say).
 func (w *RunWriter) Samples(xs []Sample) error {
-	return w.add(func() int { w.samples = append(w.samples, xs...); return len(w.samples) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			for _, x := range xs {
+				o.Sample(w.run, x)
+			}
+		}
+		w.samples = append(w.samples, xs...)
+		return len(w.samples)
+	})
 }
 
 // Allocation appends one allocation change.
 func (w *RunWriter) Allocation(a Allocation) error {
-	return w.add(func() int { w.allocs = append(w.allocs, a); return len(w.allocs) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			o.Allocation(w.run, a)
+		}
+		w.allocs = append(w.allocs, a)
+		return len(w.allocs)
+	})
 }
 
 // Event appends one decision or marker.
 func (w *RunWriter) Event(e Event) error {
-	return w.add(func() int { w.events = append(w.events, e); return len(w.events) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			o.Event(w.run, e)
+		}
+		w.events = append(w.events, e)
+		return len(w.events)
+	})
 }
 
 // Probe appends one probe segment.
@@ -355,6 +406,9 @@ func (w *RunWriter) Finish(sum Summary) error {
 		return err
 	}
 	w.run.Complete = true
+	for _, o := range w.obs {
+		o.Summary(w.run, sum)
+	}
 	return nil
 }
 
@@ -871,4 +925,76 @@ func (s *Store) Missing() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// SampleSpan returns the earliest and latest sample time of run id and the sample count
+// (zeros when there are none).
+func (s *Store) SampleSpan(id int64) (first, last time.Duration, n int64, err error) {
+	if s.db == nil {
+		return 0, 0, 0, nil
+	}
+	var a, b sql.NullInt64
+	err = s.db.QueryRow("SELECT min(t_ns), max(t_ns), count(*) FROM samples WHERE run_id=?", id).Scan(&a, &b, &n)
+	return time.Duration(a.Int64), time.Duration(b.Int64), n, err
+}
+
+// EachSampleLight is EachSample reading only job_id, t_ns, interval_ns, socket, ipc, ipce,
+// stalled, llc_occupancy_bytes and mem_bytes_total (the other counters are NaN in the
+// samples it passes): about half the cost, for readers that draw series.
+func (s *Store) EachSampleLight(id int64, fn func(Sample) error) error {
+	if s.db == nil {
+		return nil
+	}
+	rows, err := s.db.Query(`SELECT job_id,t_ns,interval_ns,socket,ipc,ipce,stalled,llc_occupancy_bytes,mem_bytes_total
+		FROM samples WHERE run_id=? ORDER BY rowid`, id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var v [5]sql.NullFloat64
+	nan := math.NaN()
+	for rows.Next() {
+		x := Sample{Instructions: nan, Cycles: nan, StallsTotal: nan, StallsL3Miss: nan, LLCRefs: nan, LLCMisses: nan, MemBytesLocal: nan}
+		var t, iv int64
+		if err := rows.Scan(&x.Job, &t, &iv, &x.Socket, &v[0], &v[1], &v[2], &v[3], &v[4]); err != nil {
+			return err
+		}
+		x.T, x.Interval = time.Duration(t), time.Duration(iv)
+		x.IPC, x.IPCE, x.Stalled, x.OccupancyBytes, x.MemBytesTotal = fv(v[0]), fv(v[1]), fv(v[2]), fv(v[3]), fv(v[4])
+		if err := fn(x); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// TypicalInterval is the most common sampling interval among the first 10 000 samples of
+// run id (0 when there are none): the collector's period, which probe-time sampling
+// (faster, for one job) does not change.
+func (s *Store) TypicalInterval(id int64) (time.Duration, error) {
+	if s.db == nil {
+		return 0, nil
+	}
+	rows, err := s.db.Query("SELECT interval_ns FROM samples WHERE run_id=? ORDER BY rowid LIMIT 10000", id)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	count := map[int64]int{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return 0, err
+		}
+		if v > 0 {
+			count[v]++
+		}
+	}
+	var best int64
+	for v, c := range count {
+		if c > count[best] || c == count[best] && v > best {
+			best = v
+		}
+	}
+	return time.Duration(best), rows.Err()
 }

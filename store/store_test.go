@@ -271,6 +271,20 @@ func TestRoundTrip(t *testing.T) {
 		check("probes", probes, f.probes, err)
 		parts, err := r.Partitions(id)
 		check("partitions", parts, f.parts, err)
+		k := 0
+		err = r.EachSampleLight(id, func(x Sample) error {
+			w := f.samples[k]
+			k++
+			if x.Job != w.Job || x.T != w.T || x.Interval != w.Interval || x.Socket != w.Socket || !sameFloat(x.IPC, w.IPC) ||
+				!sameFloat(x.IPCE, w.IPCE) || !sameFloat(x.Stalled, w.Stalled) || !sameFloat(x.OccupancyBytes, w.OccupancyBytes) ||
+				!sameFloat(x.MemBytesTotal, w.MemBytesTotal) || !math.IsNaN(x.Cycles) {
+				t.Fatalf("light sample %d: %+v vs %+v", k, x, w)
+			}
+			return nil
+		})
+		if err != nil || k != len(f.samples) {
+			t.Fatalf("light samples: %d, %v", k, err)
+		}
 	}
 	if _, ok, _ := r.Summary(runs[0].ID); ok {
 		t.Error("unfinished run has a summary")

@@ -174,7 +174,8 @@ func init() {
 		Long: `eval estimates each application's cache-only slowdown (per-ways table, Whirlpool-style
 split of shared masks) and final slowdown (bandwidth model), and the workload's STP,
 ANTT and unfairness, exactly as PBBCache does (data/pbbcache-skylake/MODEL.md).
-Applications with identical masks share those ways; distinct masks must not overlap.`,
+Applications with identical masks share those ways (one cluster); masks that overlap
+partially share the common ways way by way (perfmodel.EvaluateMasks).`,
 		Example: `  colo eval --machine skx-6138 --workload sphinx306,lbm06,libquantum06,applu00,soplex06,milc06 \
       --masks 0x600,0x180,0x40,0x20,0x1e,0x1 --bw-model stalls --max-bw 35000`,
 		Args: cobra.NoArgs,
@@ -210,11 +211,8 @@ Applications with identical masks share those ways; distinct masks must not over
 					return badInput(fmt.Errorf("--masks, application %d (%s): %w", i+1, names[i], err))
 				}
 			}
-			cl, of, err := policy.ClustersFromMasks(masks)
-			if err != nil {
-				return badInput(fmt.Errorf("--masks: %w", err))
-			}
-			r, err := perfmodel.Evaluate(apps, cl, opt)
+			of := policy.ClusterIDs(masks)
+			r, err := perfmodel.EvaluateMasks(apps, masks, opt)
 			if err != nil {
 				return badInput(err)
 			}

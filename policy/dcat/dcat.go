@@ -95,6 +95,10 @@ type Sample struct {
 	Loads        float64 // l1_ref: retired loads (L1 hits + L1 misses), the phase signature's numerator
 	LLCRefs      float64 // LLC references
 	LLCMisses    float64 // LLC misses
+	// Interval is the time the counts cover; 0 means "since the previous Step". Give it when
+	// the samples cover less than the time between Steps (a collector sampling more often than
+	// the scheduler ticks hands over only its latest sample), so that rates stay right.
+	Interval time.Duration
 }
 
 // Alloc is one workload's allocation in a Decision.
@@ -184,6 +188,8 @@ type Controller struct {
 	pending bool
 	// lastCount is the number of workloads in the previous decision (a removal is a change).
 	lastCount int
+	// retired keeps the phase tables of removed workloads by id.
+	retired map[string][]*phase
 }
 
 // New validates the options and returns a controller with no workloads.
@@ -228,17 +234,31 @@ func (c *Controller) Add(id string, baseline int) error {
 	if (len(c.ws)+1)*c.opt.MinWays > capa {
 		return fmt.Errorf("dcat: %d workloads of at least %d way cannot share %d ways", len(c.ws)+1, c.opt.MinWays, capa)
 	}
-	c.ws[id] = &workload{id: id, baseline: baseline, state: Reclaim, target: baseline, cur: noPhase}
+	w := &workload{id: id, baseline: baseline, state: Reclaim, target: baseline, cur: noPhase}
+	if ph, ok := c.retired[id]; ok {
+		w.phases = ph // a tenant that comes back keeps its performance tables
+		delete(c.retired, id)
+	}
+	c.ws[id] = w
 	c.ids = append(c.ids, id)
 	sort.Strings(c.ids)
 	c.pending = true
 	return nil
 }
 
-// Remove forgets a workload; its ways return to the pool at the next Step.
+// Remove takes a workload out; its ways return to the pool at the next Step. Its phase
+// tables are kept: Add with the same id (the tenant's next job) starts from them, so a
+// known phase gets its best size at once (Fig. 7a, t4).
 func (c *Controller) Remove(id string) error {
-	if _, ok := c.ws[id]; !ok {
+	w, ok := c.ws[id]
+	if !ok {
 		return fmt.Errorf("dcat: no workload %q", id)
+	}
+	if len(w.phases) > 0 {
+		if c.retired == nil {
+			c.retired = map[string][]*phase{}
+		}
+		c.retired[id] = w.phases
 	}
 	delete(c.ws, id)
 	for i, x := range c.ids {
@@ -291,7 +311,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		if _, ok := c.ws[s.ID]; !ok {
 			return Decision{}, false, fmt.Errorf("dcat: sample for unknown workload %q", s.ID)
 		}
-		if s.Instructions < 0 || s.Cycles < 0 || s.Loads < 0 || s.LLCRefs < 0 || s.LLCMisses < 0 ||
+		if s.Instructions < 0 || s.Cycles < 0 || s.Loads < 0 || s.LLCRefs < 0 || s.LLCMisses < 0 || s.Interval < 0 ||
 			math.IsNaN(s.Instructions+s.Cycles+s.Loads+s.LLCRefs+s.LLCMisses) {
 			return Decision{}, false, fmt.Errorf("dcat: sample for %q has a negative or NaN counter: %+v", s.ID, s)
 		}
@@ -310,6 +330,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		w.acc.Loads += s.Loads
 		w.acc.LLCRefs += s.LLCRefs
 		w.acc.LLCMisses += s.LLCMisses
+		w.acc.Interval += s.Interval
 	}
 	full := now-c.last >= c.opt.Period
 	if !full && !c.pending {
@@ -323,7 +344,7 @@ func (c *Controller) decide(now time.Duration, full bool) Decision {
 	for _, id := range c.ids {
 		before[id] = c.ws[id].state
 	}
-	if full {
+	if full && !c.opt.Static {
 		for _, id := range c.ids {
 			w := c.ws[id]
 			if w.placed && now > w.since {
@@ -399,6 +420,9 @@ func Preferred(table map[int]float64, tol float64) int {
 func (c *Controller) observe(w *workload, now time.Duration) {
 	s := w.acc
 	dt := (now - w.since).Seconds()
+	if s.Interval > 0 {
+		dt = s.Interval.Seconds()
+	}
 	w.resetAcc(now)
 	ipc := metric.IPC(s.Instructions, s.Cycles)
 	idle := s.Instructions <= 0 || s.LLCRefs/dt <= c.opt.LLCRefRate
@@ -413,6 +437,10 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 			w.cur = idlePhase
 		} else if i := c.matchPhase(w, sig); i >= 0 {
 			w.cur = i
+			if p := Preferred(w.phases[i].table, c.opt.PreferredTolerance); p > 0 && w.phases[i].base > 0 && max(w.baseline, p) != w.ways {
+				w.set(Reclaim, max(w.baseline, p)) // a returning tenant's known phase
+				return
+			}
 		} else {
 			w.phases = append(w.phases, &phase{sig: sig, table: map[int]float64{}})
 			w.cur = len(w.phases) - 1

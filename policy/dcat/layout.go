@@ -31,11 +31,12 @@ func MovedWays(old, new uint64) int {
 // not in reserved, with no two masks overlapping, and returns the masks (by ID) and the total
 // MovedWays of the change.
 //
-// Contiguous (Intel CAT: every CBM is one run of 1-bits, seed003.md §1.10): the workloads keep
-// their current left-to-right order and the positions are chosen by dynamic programming over
-// (workload, first free way) to minimise the total moved ways, so growing into a non-adjacent
-// free way shifts as few neighbours as possible. A workload without a current mask is inserted
-// at the position in the order that costs least. reserved must itself be one run at either end
+// Contiguous (Intel CAT: every CBM is one run of 1-bits, seed003.md §1.10): the positions are
+// chosen by dynamic programming over (workload, first free way) to minimise the total moved
+// ways for the workloads' current left-to-right order, so growing into a non-adjacent free way
+// shifts as few neighbours as possible; when that order still moves ways, orders differing by
+// the relocation of one workload are tried too (up to 20 workloads). A workload without a
+// current mask is inserted at the position in the order that costs least. reserved must itself be one run at either end
 // (or 0), so that the free ways form one run.
 //
 // Sparse (AMD, Intel parts with info/L3/sparse_masks): every workload keeps as many of its
@@ -134,6 +135,9 @@ func layoutSparse(ps []Placement, free uint64) (map[string]uint64, int, error) {
 	return out, moved, nil
 }
 
+// maxRelocate bounds the order search of layoutContiguous (16 classes of service on Intel).
+const maxRelocate = 20
+
 // layoutContiguous places the workloads as disjoint runs inside [lo, hi).
 func layoutContiguous(ps []Placement, lo, hi int) (map[string]uint64, int, error) {
 	var placed, fresh []Placement
@@ -168,6 +172,33 @@ func layoutContiguous(ps []Placement, lo, hi int) (map[string]uint64, int, error
 		order = next
 	}
 	starts, cost := dpPlace(order, lo, hi)
+	// The order itself may be what forces moves (a workload growing into a way beyond a
+	// neighbour): try relocating any single workload elsewhere in the order, which lets a
+	// small neighbour hop over a growing one. Only when the kept order moves something, and
+	// for at most maxRelocate workloads (n² placements of O(n·W²) each).
+	if cost > 0 && len(order) <= maxRelocate {
+		for i := range order {
+			rest := make([]Placement, 0, len(order)-1)
+			rest = append(rest, order[:i]...)
+			rest = append(rest, order[i+1:]...)
+			for at := 0; at <= len(rest); at++ {
+				if at == i {
+					continue // the kept order
+				}
+				try := make([]Placement, 0, len(order))
+				try = append(try, rest[:at]...)
+				try = append(try, order[i])
+				try = append(try, rest[at:]...)
+				if st, c := dpPlace(try, lo, hi); c < cost {
+					order, starts, cost = try, st, c
+					break
+				}
+			}
+			if cost == 0 {
+				break
+			}
+		}
+	}
 	out := make(map[string]uint64, len(order))
 	for i, p := range order {
 		out[p.ID] = runMask(starts[i], p.Ways)

@@ -58,10 +58,13 @@ func TestLayoutErrors(t *testing.T) {
 	}
 }
 
-// Property: for random current layouts and random new sizes, the DP's cost equals the best
-// over every placement that keeps the order (brute force), and the masks are disjoint runs.
+// Property: for random current layouts and random new sizes, the cost is never above the best
+// placement that keeps the order (brute force) nor below the best over all orders, the
+// reported cost is the masks' cost, and the masks are disjoint runs.
 func TestLayoutMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
+	improved := 0
+	defer func() { t.Logf("%d layouts where another order moves fewer ways", improved) }()
 	for iter := 0; iter < 300; iter++ {
 		n := 4 + rng.IntN(7) // 4..10 ways
 		k := 1 + rng.IntN(4) // 1..4 workloads
@@ -116,8 +119,14 @@ func TestLayoutMatchesBruteForce(t *testing.T) {
 		if got != cost {
 			t.Fatalf("reported cost %d, masks cost %d", cost, got)
 		}
-		if want := bruteForce(ps, 0, 0, n); cost != want {
-			t.Fatalf("iter %d: DP cost %d, brute force %d (ps %+v, n %d)", iter, cost, want, ps, n)
+		fixed := bruteForce(ps, 0, 0, n) // ps is in the current left-to-right order
+		best := fixed
+		permute(ps, 0, func(q []Placement) { best = min(best, bruteForce(q, 0, 0, n)) })
+		if cost > fixed || cost < best {
+			t.Fatalf("iter %d: cost %d outside [best over all orders %d, best in the kept order %d] (ps %+v, n %d)", iter, cost, best, fixed, ps, n)
+		}
+		if fixed > 0 && best < fixed {
+			improved++
 		}
 	}
 }
@@ -140,4 +149,16 @@ func bruteForce(ps []Placement, i, from, n int) int {
 		best = min(best, c)
 	}
 	return best
+}
+
+func permute(ps []Placement, k int, f func([]Placement)) {
+	if k == len(ps) {
+		f(ps)
+		return
+	}
+	for i := k; i < len(ps); i++ {
+		q := append([]Placement(nil), ps...)
+		q[k], q[i] = q[i], q[k]
+		permute(q, k+1, f)
+	}
 }

@@ -81,6 +81,9 @@ type Options struct {
 	PreferredTolerance float64
 	// Policy is MaxFairness or MaxPerformance.
 	Policy Policy
+	// Static turns the controller into static CAT, the paper's baseline: every workload holds
+	// its baseline ways from admission to exit; counters are ignored.
+	Static bool
 }
 
 // DefaultOptions returns the paper's parameters for an LLC domain of the given number of ways.

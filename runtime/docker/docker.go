@@ -154,6 +154,17 @@ func (r *Runtime) EnsureNetwork(ctx context.Context, name string) error {
 	return nil
 }
 
+// UseNetwork creates network name if needed and attaches containers created from now on.
+func (r *Runtime) UseNetwork(ctx context.Context, name string) error {
+	if err := r.EnsureNetwork(ctx, name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.opts.Network = name
+	r.mu.Unlock()
+	return nil
+}
+
 // RemoveNetwork deletes a network colo created; a missing network is not an error.
 func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	err := r.cli.NetworkRemove(ctx, name)
@@ -165,8 +176,8 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 
 // ListNetworks returns the names of networks carrying colo's owner label and labels.
 func (r *Runtime) ListNetworks(ctx context.Context, labels map[string]string) ([]string, error) {
-	f := filters.NewArgs()
-	for k, v := range r.ownerLabels(labels) {
+	f := filters.NewArgs(filters.Arg("label", rt.LabelOwner+"="+rt.OwnerValue))
+	for k, v := range labels {
 		f.Add("label", k+"="+v)
 	}
 	nets, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
@@ -243,10 +254,13 @@ func (r *Runtime) Create(ctx context.Context, s rt.Spec) (string, error) {
 		hc.Resources.MemorySwap = s.MemoryBytes // no swap beyond the limit
 	}
 	var nc *network.NetworkingConfig
-	if r.opts.Network != "" {
-		hc.NetworkMode = container.NetworkMode(r.opts.Network)
+	r.mu.Lock()
+	netw := r.opts.Network
+	r.mu.Unlock()
+	if netw != "" {
+		hc.NetworkMode = container.NetworkMode(netw)
 		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-			r.opts.Network: {Aliases: []string{s.Name}},
+			netw: {Aliases: append([]string{s.Name}, s.Aliases...)},
 		}}
 	}
 	resp, err := r.cli.ContainerCreate(ctx, cfg, hc, nc, nil, s.Name)
@@ -285,6 +299,21 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	if err != nil {
 		return r.wrap(err, "remove container "+short(id))
 	}
+	return nil
+}
+
+// SetCpuset implements runtime.Runtime (docker update --cpuset-cpus).
+func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
+	if _, err := rt.ParseCPUList(cpus); err != nil {
+		return err
+	}
+	_, err := r.cli.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{CpusetCpus: cpus}})
+	if err != nil {
+		return r.wrap(err, "update cpuset of container "+short(id))
+	}
+	r.mu.Lock()
+	r.cpusets[id] = cpus
+	r.mu.Unlock()
 	return nil
 }
 
@@ -384,10 +413,11 @@ func (r *Runtime) cgroupByDriver(id string, hc *container.HostConfig) (rt.Cgroup
 }
 
 // List implements runtime.Runtime: containers (running or not) with colo's owner label
-// and all the given labels.
+// and all the given labels (Options.Labels are not implied: a restarted colo lists
+// every run's leftovers).
 func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]rt.Info, error) {
-	f := filters.NewArgs()
-	for k, v := range r.ownerLabels(labels) {
+	f := filters.NewArgs(filters.Arg("label", rt.LabelOwner+"="+rt.OwnerValue))
+	for k, v := range labels {
 		f.Add("label", k+"="+v)
 	}
 	cs, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})

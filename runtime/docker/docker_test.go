@@ -101,6 +101,16 @@ func TestLifecycleCgroupStats(t *testing.T) {
 	if st.MemoryLimit != 64<<20 || st.Cpuset != "0" || !st.CPUAvailable || st.CPUTotalNs == 0 || st.PIDs < 1 {
 		t.Errorf("stats %+v", st)
 	}
+	// Re-pinning reaches the kernel's cpuset of the container.
+	if cpus, _ := rt.OnlineCPUs(); len(cpus) > 1 {
+		if err := e.r.SetCpuset(ctx, id, "1"); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(filepath.Join(info.Cgroup.Dir("cpuset"), "cpuset.cpus"))
+		if strings.TrimSpace(string(got)) != "1" {
+			t.Errorf("cpuset after SetCpuset: %q", got)
+		}
+	}
 	list, err := e.r.List(ctx, map[string]string{rt.LabelRun: e.run, rt.LabelJob: "writer"})
 	if err != nil || len(list) != 1 || list[0].ID != id {
 		t.Fatalf("list %+v %v", list, err)

@@ -559,6 +559,31 @@ func (r *Runtime) readState(name string) (stateFile, error) {
 	return st, err
 }
 
+// SetCpuset implements runtime.Runtime.
+func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
+	if _, err := rt.ParseCPUList(cpus); err != nil {
+		return err
+	}
+	w, err := r.get(id)
+	if err != nil {
+		return err
+	}
+	d, ok := w.cg.Dirs["cpuset"]
+	if !ok && r.mode == rt.CgroupV2 {
+		d, ok = w.cg.Dirs[""]
+	}
+	if !ok {
+		return fmt.Errorf("workload %s: no cpuset cgroup to re-pin", id)
+	}
+	if err := os.WriteFile(filepath.Join(d, "cpuset.cpus"), []byte(cpus), 0o644); err != nil {
+		return fmt.Errorf("workload %s: set cpuset.cpus=%s: %w", id, cpus, err)
+	}
+	r.mu.Lock()
+	w.spec.Cpuset = cpus
+	r.mu.Unlock()
+	return nil
+}
+
 // Wait implements runtime.Runtime.
 func (r *Runtime) Wait(ctx context.Context, id string) (rt.Exit, error) {
 	w, err := r.get(id)
@@ -613,11 +638,6 @@ func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]rt.Info
 			return false
 		}
 		for k, v := range labels {
-			if l[k] != v {
-				return false
-			}
-		}
-		for k, v := range r.opts.Labels {
 			if l[k] != v {
 				return false
 			}

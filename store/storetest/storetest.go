@@ -147,7 +147,9 @@ func Generate(dir string, o Options) (Written, error) {
 		if o.Incomplete && last {
 			return wr, w.Flush()
 		}
-		if err := w.Finish(summarize(w, st, name)); err != nil {
+		sum := summarize(w, st, name)
+		sum.VirtualSeconds = runEnd.Seconds()
+		if err := w.Finish(sum); err != nil {
 			return wr, err
 		}
 	}
@@ -281,7 +283,7 @@ func runOne(w *store.RunWriter, o Options, plan []jobPlan, rdt bool, end time.Du
 				continue
 			}
 			// IPCE: base, minus contention from the socket's load, plus 0.1 while holding ways.
-			ipce := j.baseIPCE - 0.015*float64(load[j.Socket]) + 0.03*r.NormFloat64()
+			ipce := j.baseIPCE - 0.005*float64(load[j.Socket]) + 0.03*r.NormFloat64()
 			if _, ok := owner[j.ID]; ok {
 				ipce += 0.1
 			}
@@ -379,7 +381,7 @@ func partitions() []store.PartitionResult {
 			p := store.PartitionResult{Workload: wl, Policy: pol}
 			var sd []float64
 			for ai, a := range apps {
-				s := 1.05 + 0.1*float64((ai+pi+wi)%4) + 0.05*float64(pi)
+				s := 1.05 + 0.1*float64((ai+pi+wi)%4) + 0.05*float64(pi) + 0.07*float64(wi*ai%3)
 				if pol == "lfoc+" && ai == 0 {
 					s = 1.02
 				}

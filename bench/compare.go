@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"colo/sched"
+)
+
+// Report is the result of `colo run`: the trace, and one summary per scheduler. Its JSON
+// form is the stable --json output (docs/bench.md).
+type Report struct {
+	Benchmark  string    `json:"benchmark"`
+	File       string    `json:"file"`
+	Machine    string    `json:"machine"`
+	Platform   string    `json:"platform"`
+	TraceSeed  uint64    `json:"trace_seed"`
+	Jobs       int       `json:"jobs"`
+	MaxT       float64   `json:"max_t"`
+	RunDir     string    `json:"run_dir,omitempty"`
+	Schedulers []Summary `json:"schedulers"`
+	Comparison []Change  `json:"comparison,omitempty"`
+	Results    []*Result `json:"-"`
+}
+
+// Change compares one scheduler against the first (the baseline), in percent
+// (RelativeChange of each IPCE).
+type Change struct {
+	Name         string  `json:"name"`
+	Baseline     string  `json:"baseline"`
+	PriorityIPCE float64 `json:"priority_ipce_change"`
+	BatchIPCE    float64 `json:"batch_ipce_change"`
+	GlobalIPCE   float64 `json:"global_ipce_change"`
+	// The same differences in percentage points of IPCE (x − base): the thesis's
+	// headline numbers read naturally this way too (seed000.md §4.4 leaves it open).
+	PriorityIPCEPP float64 `json:"priority_ipce_delta_pp"`
+	BatchIPCEPP    float64 `json:"batch_ipce_delta_pp"`
+	GlobalIPCEPP   float64 `json:"global_ipce_delta_pp"`
+}
+
+// MarshalJSON writes NaN as null.
+func (c Change) MarshalJSON() ([]byte, error) { return marshalNullNaN(c) }
+
+// RunOptions configure RunAll.
+type RunOptions struct {
+	Warn func(string)
+	// Recorder returns the recorder for one scheduler's run (nil: discard).
+	Recorder func(scheduler string) (Recorder, func(Summary) error, error)
+	// Wall measures wall time (injected so that the package never reads the clock).
+	Wall func() time.Time
+}
+
+// RunAll runs the benchmark's trace once per scheduler, each on a fresh platform, and
+// returns the report. names empty means the benchmark's own scheduler.
+func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
+	if len(names) == 0 {
+		names = []string{bm.Sched.Implementation}
+	}
+	rep := &Report{Benchmark: bm.Name, File: bm.File, Machine: bm.Machine.Name, Platform: bm.Platform,
+		TraceSeed: bm.TraceSeed, Jobs: len(bm.Jobs), MaxT: bm.MaxT.Seconds()}
+	for _, name := range names {
+		cfg := bm.Sched
+		cfg.Implementation = name
+		s, err := sched.New(name, sched.Env{Machine: bm.Machine, Config: cfg})
+		if err != nil {
+			return nil, err
+		}
+		pf, err := NewPlatform(bm)
+		if err != nil {
+			return nil, err
+		}
+		var rec Recorder = Discard{}
+		finish := func(Summary) error { return nil }
+		if opt.Recorder != nil {
+			if rec, finish, err = opt.Recorder(name); err != nil {
+				pf.Close()
+				return nil, err
+			}
+		}
+		var t0 time.Time
+		if opt.Wall != nil {
+			t0 = opt.Wall()
+		}
+		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec})
+		if cerr := pf.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("platform close: %w", cerr)
+		}
+		if err != nil {
+			var be *Error
+			if errors.As(err, &be) {
+				return nil, err // bad input: FILE:LINE already says it all
+			}
+			return nil, fmt.Errorf("scheduler %s: %w", name, err)
+		}
+		var wall time.Duration
+		if opt.Wall != nil {
+			wall = opt.Wall().Sub(t0)
+		}
+		sum := Summarize(res, wall)
+		if err := finish(sum); err != nil {
+			return nil, err
+		}
+		rep.Schedulers = append(rep.Schedulers, sum)
+		rep.Results = append(rep.Results, res)
+	}
+	base := rep.Schedulers[0]
+	for _, s := range rep.Schedulers[1:] {
+		rep.Comparison = append(rep.Comparison, Change{Name: s.Name, Baseline: base.Name,
+			PriorityIPCE:   RelativeChange(base.PriorityIPCE, s.PriorityIPCE),
+			BatchIPCE:      RelativeChange(base.BatchIPCE, s.BatchIPCE),
+			GlobalIPCE:     RelativeChange(base.GlobalIPCE, s.GlobalIPCE),
+			PriorityIPCEPP: s.PriorityIPCE - base.PriorityIPCE, BatchIPCEPP: s.BatchIPCE - base.BatchIPCE,
+			GlobalIPCEPP: s.GlobalIPCE - base.GlobalIPCE})
+	}
+	return rep, nil
+}
+
+// WriteTable prints the report side by side, one column per scheduler.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "%s — %d jobs on %s (%s), %s of virtual time", r.Benchmark, r.Jobs, r.Machine, r.Platform, time.Duration(r.MaxT*float64(time.Second)))
+	if r.TraceSeed != 0 {
+		fmt.Fprintf(w, ", trace seed %d", r.TraceSeed)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	head := []string{""}
+	for _, s := range r.Schedulers {
+		head = append(head, s.Name)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	row := func(label string, f func(Summary) string) {
+		cells := []string{label}
+		for _, s := range r.Schedulers {
+			cells = append(cells, f(s))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	pct := func(x float64) string {
+		if math.IsNaN(x) {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f %%", x)
+	}
+	frac := func(x float64) string {
+		if math.IsNaN(x) {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f %%", 100*x)
+	}
+	row("priority IPCE", func(s Summary) string { return pct(s.PriorityIPCE) })
+	row("batch IPCE", func(s Summary) string { return pct(s.BatchIPCE) })
+	row("global IPCE", func(s Summary) string { return pct(s.GlobalIPCE) })
+	row("time over target", func(s Summary) string { return frac(s.TimeOverTarget) })
+	row("time over target p90", func(s Summary) string { return frac(s.TimeOverTargetP90) })
+	row("jobs completed", func(s Summary) string { return fmt.Sprint(s.JobsCompleted) })
+	row("jobs rejected", func(s Summary) string { return fmt.Sprint(s.JobsRejected) })
+	row("queueing delay mean", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayMean) })
+	row("queueing delay p90", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayP90) })
+	row("probes (failed)", func(s Summary) string { return fmt.Sprintf("%d (%d)", s.Probes, s.ProbesFailed) })
+	row("consolidations", func(s Summary) string { return fmt.Sprint(s.Consolidations) })
+	row("wall time", func(s Summary) string { return fmt.Sprintf("%.2f s", s.WallSeconds) })
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range r.Comparison {
+		fmt.Fprintf(w, "%s vs %s: priority IPCE %+.1f %% (%+.2f pp), batch IPCE %+.1f %% (%+.2f pp), global IPCE %+.1f %% (%+.2f pp)\n",
+			c.Name, c.Baseline, c.PriorityIPCE, c.PriorityIPCEPP, c.BatchIPCE, c.BatchIPCEPP, c.GlobalIPCE, c.GlobalIPCEPP)
+	}
+	if r.RunDir != "" {
+		fmt.Fprintf(w, "results: %s\n", r.RunDir)
+	}
+	return nil
+}
+
+// CheckScheduler says whether a scheduler name is registered.
+func CheckScheduler(name string) error {
+	for _, n := range sched.Names() {
+		if n == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("scheduler %q is not known (known: %s)", name, strings.Join(sched.Names(), ", "))
+}

@@ -1,0 +1,34 @@
+package bench
+
+import (
+	"colo/store"
+)
+
+// StoreRecorder writes a run into a store run writer (the run directory's database).
+// The record types mirror the store's rows field for field, so each is a conversion.
+type StoreRecorder struct{ W *store.RunWriter }
+
+func (r StoreRecorder) Job(j JobRecord) error       { return r.W.Job(store.Job(j)) }
+func (r StoreRecorder) Sample(s SampleRecord) error { return r.W.Sample(store.Sample(s)) }
+func (r StoreRecorder) Allocation(a AllocationRecord) error {
+	return r.W.Allocation(store.Allocation(a))
+}
+func (r StoreRecorder) Event(e EventRecord) error { return r.W.Event(store.Event(e)) }
+func (r StoreRecorder) Probe(p ProbeRecord) error { return r.W.Probe(store.ProbeSegment(p)) }
+
+// StoreSummary converts a summary to the store's row; counters beyond the stable keys go
+// to Extra.
+func StoreSummary(s Summary) store.Summary {
+	return store.Summary{Name: s.Name, PriorityIPCE: s.PriorityIPCE, BatchIPCE: s.BatchIPCE, GlobalIPCE: s.GlobalIPCE,
+		TimeOverTarget: s.TimeOverTarget, TimeOverTargetP90: s.TimeOverTargetP90, JobsCompleted: s.JobsCompleted,
+		JobsRejected: s.JobsRejected, QueueDelayMean: s.QueueDelayMean, QueueDelayP90: s.QueueDelayP90,
+		VirtualSeconds: s.VirtualSeconds, WallSeconds: s.WallSeconds,
+		Extra: map[string]float64{
+			"jobs_total": float64(s.JobsTotal), "jobs_started": float64(s.JobsStarted),
+			"priority_jobs": float64(s.PriorityJobs), "batch_jobs": float64(s.BatchJobs),
+			"probes": float64(s.Probes), "probes_failed": float64(s.ProbesFailed),
+			"consolidations": float64(s.Consolidations), "consolidated_ways": float64(s.ConsolidatedWays),
+			"allocation_errors": float64(s.AllocationErrors), "allocation_mismatches": float64(s.AllocMismatches),
+			"samples": float64(s.Samples),
+		}}
+}

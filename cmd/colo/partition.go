@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"colo/policy"
+	"colo/profile"
+
+	"github.com/spf13/cobra"
+)
+
+// thresholdFlags select the classification thresholds (LFOC+ Table 1).
+type thresholdFlags struct {
+	preset  string
+	llcmpkc float64
+}
+
+func (t *thresholdFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&t.preset, "thresholds", "paper", "classification thresholds: paper (LLCMPKC >= 10, LFOC+ Table 1) or pbbcache (>= 14)")
+	cmd.Flags().Float64Var(&t.llcmpkc, "streaming-llcmpkc", 0, "override the streaming LLCMPKC threshold")
+}
+
+func (t *thresholdFlags) get() (policy.Thresholds, error) {
+	var th policy.Thresholds
+	switch t.preset {
+	case "paper":
+		th = policy.PaperThresholds()
+	case "pbbcache":
+		th = policy.PBBCacheThresholds()
+	default:
+		return th, badInputf("--thresholds %q: want paper or pbbcache", t.preset)
+	}
+	if t.llcmpkc < 0 {
+		return th, badInputf("--streaming-llcmpkc %v: must be >= 0", t.llcmpkc)
+	}
+	if t.llcmpkc > 0 {
+		th.StreamingLLCMPKC = t.llcmpkc
+	}
+	return th, nil
+}
+
+// workloadsFrom resolves --workload / --workloads into named workloads with their line.
+func workloadsFrom(set *profile.Set, one, file string) ([]profile.Workload, error) {
+	switch {
+	case one != "" && file != "":
+		return nil, badInputf("give either --workload or --workloads, not both")
+	case one != "":
+		names, err := profile.SplitWorkload(one)
+		if err != nil {
+			return nil, badInput(fmt.Errorf("--workload: %w", err))
+		}
+		if _, err := set.Lookup(names); err != nil {
+			return nil, badInput(fmt.Errorf("--workload: %w", err))
+		}
+		return []profile.Workload{{Line: 1, Names: names}}, nil
+	case file != "":
+		w, err := profile.LoadWorkloadsFile(file, set)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		return w, nil
+	}
+	return nil, badInputf("give the applications: --workload a,b,c or --workloads FILE (one comma-separated workload per line)")
+}
+
+// progressBar draws a throttled progress bar on w (stderr) for long searches.
+type progressBar struct {
+	mu    sync.Mutex
+	w     io.Writer
+	label string
+	last  time.Time
+	shown bool
+	start time.Time
+}
+
+func (p *progressBar) update(done, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last, p.shown = now, true
+	frac := float64(done) / float64(max(total, 1))
+	frac = min(1, frac)
+	n := int(frac * 30)
+	fmt.Fprintf(p.w, "\r%s [%s%s] %5.1f%% %s", p.label, strings.Repeat("#", n), strings.Repeat(".", 30-n), 100*frac, now.Sub(p.start).Truncate(time.Second))
+}
+
+func (p *progressBar) finish() {
+	if p.shown {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func init() {
+	var f evalFlags
+	var th thresholdFlags
+	var workloads, policies string
+	var jobs int
+	var progress string
+	cmd := &cobra.Command{
+		Use:   "partition",
+		Short: "Partition or cluster the LLC ways among co-running applications (UCP, KPart, Dunn, CPA, LFOC, LFOC+, optimal)",
+		Long: `partition runs cache-partitioning policies on workloads of profiled applications and
+evaluates each decision with the PBBCache performance model (see colo eval).
+
+Policies: ` + strings.Join(policy.Names(), ", ") + `.
+opt-* are the optimal strict partitionings (one partition per application), optc-* the
+optimal clusterings (exact search); *-stp maximise STP, *-unf minimise unfairness with
+STP as the tie-break. JSON keys are documented in docs/partition.md.`,
+		Example: `  colo partition --machine skx-6138 --workload sphinx306,lbm06,libquantum06,applu00,soplex06,milc06 \
+      --policy ucp,opt-stp --bw-model stalls --max-bw 35000
+  colo partition --workloads workloads.csv --policy lfoc+,optc-unf --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, set, model, err := f.setup()
+			if err != nil {
+				return err
+			}
+			thr, err := th.get()
+			if err != nil {
+				return err
+			}
+			var pols []string
+			for _, p := range strings.Split(policies, ",") {
+				p = strings.TrimSpace(p)
+				if _, err := policy.Get(p); err != nil {
+					return badInput(fmt.Errorf("--policy: %w", err))
+				}
+				pols = append(pols, p)
+			}
+			wls, err := workloadsFrom(set, f.workload, workloads)
+			if err != nil {
+				return err
+			}
+			if jobs < 0 {
+				return badInputf("--jobs %d: must be >= 1 (0 = all cores)", jobs)
+			}
+			if jobs == 0 {
+				jobs = runtime.NumCPU()
+			}
+			showProgress := progress == "on" || progress == "auto" && isTerminal(os.Stderr)
+			if progress != "on" && progress != "off" && progress != "auto" {
+				return badInputf("--progress %q: want auto, on or off", progress)
+			}
+			doc := outputDoc{Machine: m.Name, Profiles: set.Source, BWModel: string(model.BW), MaxBW: model.MaxBW}
+			for wi, wl := range wls {
+				apps, err := set.Lookup(wl.Names)
+				if err != nil {
+					return badInput(err)
+				}
+				in := policy.Input{Machine: m, Apps: apps, Model: model}
+				for _, pn := range pols {
+					opt := policy.DefaultOptions()
+					opt.Thresholds = thr
+					opt.Jobs = jobs
+					var bar *progressBar
+					if showProgress {
+						bar = &progressBar{w: cmd.ErrOrStderr(), label: fmt.Sprintf("W%d %s", wi+1, pn), start: time.Now()}
+						opt.Progress = bar.update
+					}
+					t0 := time.Now()
+					sol, err := policy.Run(pn, in, opt)
+					secs := time.Since(t0).Seconds()
+					if bar != nil {
+						bar.finish()
+					}
+					if err != nil {
+						where := "--workload"
+						if workloads != "" {
+							where = fmt.Sprintf("%s:%d", workloads, wl.Line)
+						}
+						return badInput(fmt.Errorf("%s: %w", where, err))
+					}
+					r, err := policy.Evaluate(in, sol)
+					if err != nil {
+						return badInput(err)
+					}
+					n := len(apps)
+					ro := makeResult(wi+1, pn, wl.Names, sol.AppMasks(n), sol.AppClusters(n), r)
+					ro.Seconds, ro.Nodes = secs, sol.Nodes
+					doc.Results = append(doc.Results, ro)
+				}
+			}
+			return writeResults(cmd.OutOrStdout(), f.format, doc)
+		},
+	}
+	f.register(cmd)
+	th.register(cmd)
+	cmd.Flags().StringVar(&workloads, "workloads", "", "workloads file: one comma-separated workload per line (PBBCache workloads.csv)")
+	cmd.Flags().StringVar(&policies, "policy", "lfoc+", "comma-separated policies: "+strings.Join(policy.Names(), ","))
+	cmd.Flags().IntVar(&jobs, "jobs", 0, "parallel workers of the exact searches (0 = all cores)")
+	cmd.Flags().StringVar(&progress, "progress", "auto", "progress bar on stderr for long searches: auto (when stderr is a terminal), on, off")
+	rootCmd.AddCommand(cmd)
+}

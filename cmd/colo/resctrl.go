@@ -1,0 +1,394 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"colo/resctrl"
+	"colo/resctrl/emu"
+
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	var root string
+	var asJSON, foreign bool
+	rc := &cobra.Command{
+		Use:   "resctrl",
+		Short: "Inspect and change resctrl (CAT/MBA groups), or mount the resctrl emulator",
+		Long: `Reads and writes the kernel's resctrl filesystem: what the platform supports, the
+control (CTRL_MON) and monitoring (MON) groups, their schemata, tasks and counters.
+
+The root is --root, else $COLO_RESCTRL_ROOT, else /sys/fs/resctrl. Without RDT (a VM,
+a laptop) mount the validating emulator and point --root at it:
+
+  colo resctrl emulate --profile intel --mount /tmp/resctrl &
+  colo resctrl --root /tmp/resctrl info
+
+Changes (set, assign) apply only to colo's own groups (names starting with "colo.")
+unless --foreign is given.`,
+	}
+	rc.PersistentFlags().StringVar(&root, "root", "", "resctrl mount (default $"+resctrl.EnvRoot+" or "+resctrl.DefaultRoot+")")
+	rc.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+	client := func() *resctrl.Client {
+		return resctrl.Open(root, resctrl.Options{AllowForeign: foreign})
+	}
+	out := func(cmd *cobra.Command, v any, human func(w io.Writer) error) error {
+		if asJSON {
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		return human(cmd.OutOrStdout())
+	}
+	group := func(arg string) (string, error) {
+		if arg == "/" || arg == "." || arg == "default" {
+			return "", nil
+		}
+		if _, _, err := resctrl.SplitGroup(arg); err != nil {
+			return "", badInput(err)
+		}
+		return strings.Trim(arg, "/"), nil
+	}
+
+	info := &cobra.Command{
+		Use:   "info",
+		Short: "What the resctrl mount supports (resources, masks, MBA, monitoring, CLOSIDs, RMIDs)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in, err := client().Info()
+			if err != nil {
+				return err
+			}
+			return out(cmd, in, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "RESOURCE\tCLOSIDS\tDETAILS")
+				for _, r := range in.Resources {
+					if r.Cache {
+						fmt.Fprintf(tw, "%s\t%d\tcbm_mask=%x (%d ways) min_cbm_bits=%d sparse=%v shareable=%x bit_usage=%s\n",
+							r.Name, r.NumCLOSIDs, r.CBMMask, r.CBMLen, r.MinCBMBits, r.SparseMasks, r.ShareableBits, r.BitUsage)
+					} else {
+						unit := "percent"
+						if in.MBps && r.Name == "MB" {
+							unit = "MiB/s (mba_MBps)"
+						} else if r.BandwidthGran == 1 && r.MinBandwidth == 0 {
+							unit = "1/8 GB/s (AMD; 2048 = unlimited)"
+						}
+						fmt.Fprintf(tw, "%s\t%d\tmin=%d gran=%d unit=%s delay_linear=%v %s\n", r.Name, r.NumCLOSIDs,
+							r.MinBandwidth, r.BandwidthGran, unit, r.DelayLinear, r.ThrottleMode)
+					}
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "groups allowed (CLOSIDs): %d\n", in.CLOSIDs())
+				if in.Mon != nil {
+					fmt.Fprintf(w, "monitoring: %d RMIDs, events %s\n", in.Mon.NumRMIDs, strings.Join(in.Mon.Features, ", "))
+				} else {
+					fmt.Fprintln(w, "monitoring: none")
+				}
+				return nil
+			})
+		},
+	}
+
+	type groupView struct {
+		resctrl.Group
+		Mode     string              `json:"mode,omitempty"`
+		Schemata string              `json:"schemata,omitempty"`
+		Tasks    []int               `json:"tasks"`
+		CPUs     []int               `json:"cpus"`
+		Mon      []resctrl.MonDomain `json:"mon_data,omitempty"`
+	}
+	view := func(c *resctrl.Client, g resctrl.Group, withMon bool) (groupView, error) {
+		v := groupView{Group: g}
+		var err error
+		if v.Tasks, err = c.Tasks(g.Path); err != nil {
+			return v, err
+		}
+		if v.CPUs, err = c.CPUs(g.Path); err != nil {
+			return v, err
+		}
+		if !g.Mon {
+			s, err := c.Schemata(g.Path)
+			if err != nil {
+				return v, err
+			}
+			v.Schemata = strings.TrimSuffix(strings.ReplaceAll(s.String(), "\n", " "), " ")
+			if v.Mode, err = c.Mode(g.Path); err != nil {
+				return v, err
+			}
+		}
+		if withMon {
+			v.Mon, _ = c.MonData(g.Path)
+		}
+		return v, nil
+	}
+	name := func(p string) string {
+		if p == "" {
+			return "/ (default)"
+		}
+		return p
+	}
+
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List resource groups with their schemata, task and CPU counts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := client()
+			gs, err := c.Groups()
+			if err != nil {
+				return err
+			}
+			var vs []groupView
+			for _, g := range gs {
+				v, err := view(c, g, false)
+				if err != nil {
+					return err
+				}
+				vs = append(vs, v)
+			}
+			return out(cmd, vs, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "GROUP\tKIND\tOWNER\tMODE\tTASKS\tCPUS\tSCHEMATA")
+				for _, v := range vs {
+					kind, owner := "ctrl_mon", "other"
+					if v.Group.Mon {
+						kind = "mon"
+					}
+					if v.Owned {
+						owner = "colo"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name(v.Path), kind, owner, v.Mode, len(v.Tasks), resctrl.FormatCPUList(v.CPUs), v.Schemata)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+
+	show := &cobra.Command{
+		Use:   "show GROUP",
+		Short: "Show one group: mode, schemata, tasks, CPUs, monitoring counters",
+		Example: `  colo resctrl show colo.web
+  colo resctrl show colo.web/mon_groups/colo.api --json
+  colo resctrl show /        # the default group`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := group(args[0])
+			if err != nil {
+				return err
+			}
+			c := client()
+			if !c.Exists(p) {
+				return badInputf("group %q does not exist at %s (see colo resctrl ls)", args[0], resctrl.ResolveRoot(root))
+			}
+			ctrl, mon, _ := resctrl.SplitGroup(p)
+			v, err := view(c, resctrl.Group{Path: p, Ctrl: ctrl, Mon: mon != "", Owned: c.Owns(p)}, true)
+			if err != nil {
+				return err
+			}
+			return out(cmd, v, func(w io.Writer) error {
+				fmt.Fprintf(w, "group:    %s\n", name(v.Path))
+				if !v.Group.Mon {
+					fmt.Fprintf(w, "mode:     %s\n", v.Mode)
+					fmt.Fprintf(w, "schemata: %s\n", v.Schemata)
+				}
+				fmt.Fprintf(w, "tasks:    %s\n", strings.Trim(fmt.Sprint(v.Tasks), "[]"))
+				fmt.Fprintf(w, "cpus:     %s\n", resctrl.FormatCPUList(v.CPUs))
+				printMon(w, v.Mon)
+				return nil
+			})
+		},
+	}
+
+	var create bool
+	set := &cobra.Command{
+		Use:   "set GROUP SCHEMATA",
+		Short: "Write schemata lines to a group (partial: other resources and domains keep their values)",
+		Example: `  colo resctrl set colo.web 'L3:0=ff0;1=ff0;MB:0=50'
+  colo resctrl set colo.batch 'L3:0=f' --create`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := group(args[0])
+			if err != nil {
+				return err
+			}
+			s, err := resctrl.ParseSpec(args[1])
+			if err != nil {
+				return badInputf("schemata %q: %v", args[1], err)
+			}
+			c := client()
+			err = c.Apply(resctrl.Change{Group: p, Create: create, Schemata: s})
+			if err != nil {
+				return kernelRejected(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: wrote %s\n", name(p), strings.TrimSpace(strings.ReplaceAll(s.String(), "\n", " ")))
+			return nil
+		},
+	}
+	set.Flags().BoolVar(&create, "create", false, "create the group if it does not exist")
+
+	assign := &cobra.Command{
+		Use:     "assign GROUP PID...",
+		Short:   "Move tasks into a group (all or nothing)",
+		Example: "  colo resctrl assign colo.web 4242 4243",
+		Args:    cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := group(args[0])
+			if err != nil {
+				return err
+			}
+			var pids []int
+			for _, a := range args[1:] {
+				pid, err := strconv.Atoi(a)
+				if err != nil || pid <= 0 {
+					return badInputf("PID %q is not a positive number", a)
+				}
+				pids = append(pids, pid)
+			}
+			if err := client().Apply(resctrl.Change{Group: p, Tasks: pids}); err != nil {
+				return kernelRejected(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: moved %d task(s)\n", name(p), len(pids))
+			return nil
+		},
+	}
+
+	mon := &cobra.Command{
+		Use:   "mon GROUP",
+		Short: "Read a group's monitoring counters per L3 domain (occupancy, MBM bytes)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := group(args[0])
+			if err != nil {
+				return err
+			}
+			md, err := client().MonData(p)
+			if err != nil {
+				return err
+			}
+			return out(cmd, md, func(w io.Writer) error { printMon(w, md); return nil })
+		},
+	}
+
+	var profile, mountDir string
+	emulate := &cobra.Command{
+		Use:   "emulate --profile NAME --mount DIR",
+		Short: "Mount the validating resctrl emulator at DIR through FUSE (until Ctrl-C)",
+		Long: `Serves an emulated resctrl filesystem at DIR. It accepts and rejects writes exactly as
+the kernel's resctrl does for the chosen platform (errno and info/last_cmd_status),
+so scripts, the colo client and third-party tools can be tested without RDT.
+
+Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
+"colo machine list" with optional variants: NAME+cdp, +nomba, +mbps, +smba, +nomon,
++unpadded, +l2 (comma separated, e.g. skx-6138+cdp,mbps).`,
+		Example: `  mkdir -p /tmp/resctrl && colo resctrl emulate --profile amd --mount /tmp/resctrl &
+  echo 'L3:0=f0f' > /tmp/resctrl/schemata      # sparse masks are fine on AMD`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if mountDir == "" {
+				return badInputf("--mount DIR is required (an existing empty directory)")
+			}
+			p, err := emu.NamedProfile(profile)
+			if err != nil {
+				return badInput(err)
+			}
+			if st, err := os.Stat(mountDir); err != nil || !st.IsDir() {
+				return badInputf("--mount %s: not an existing directory", mountDir)
+			}
+			e, err := emu.New(p, emu.Options{})
+			if err != nil {
+				return badInput(err)
+			}
+			m, err := emu.Mount(e, mountDir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "resctrl emulator %q mounted at %s; Ctrl-C (or fusermount3 -u %s) to stop\n", p.Name, mountDir, mountDir)
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { m.Wait(); close(done) }()
+			select {
+			case <-sig:
+				return m.Unmount()
+			case <-done:
+				return nil
+			}
+		},
+	}
+	emulate.Flags().StringVar(&profile, "profile", "intel", "emulated platform")
+	emulate.Flags().StringVar(&mountDir, "mount", "", "directory to mount on")
+
+	var keep []string
+	reconcile := &cobra.Command{
+		Use:     "reconcile",
+		Short:   "Remove colo's leftover groups (after a crash); other agents' groups are never touched",
+		Example: `  colo resctrl reconcile --keep colo.web --keep colo.batch`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			want := map[string]bool{}
+			for _, k := range keep {
+				p, err := group(k)
+				if err != nil {
+					return err
+				}
+				want[p] = true
+			}
+			removed, err := resctrl.Open(root, resctrl.Options{}).Reconcile(func(p string) bool { return want[p] })
+			if err != nil {
+				return err
+			}
+			return out(cmd, removed, func(w io.Writer) error {
+				if len(removed) == 0 {
+					fmt.Fprintln(w, "no leftover colo groups")
+				}
+				for _, r := range removed {
+					fmt.Fprintf(w, "removed %s\n", r)
+				}
+				return nil
+			})
+		},
+	}
+	reconcile.Flags().StringArrayVar(&keep, "keep", nil, "group to keep (repeatable)")
+
+	for _, c := range []*cobra.Command{set, assign} {
+		c.Flags().BoolVar(&foreign, "foreign", false, "allow changing groups that are not colo's (no colo. prefix) and the default group")
+	}
+	rc.AddCommand(info, ls, show, set, assign, mon, reconcile, emulate)
+	rootCmd.AddCommand(rc)
+}
+
+// kernelRejected turns a rejected value (the kernel's EINVAL/ENOSPC with its message,
+// or a group colo does not own) into a bad-input error (exit 2).
+func kernelRejected(err error) error {
+	var we *resctrl.WriteError
+	if strings.Contains(err.Error(), "not colo's") {
+		return badInputf("%v (pass --foreign to change it anyway)", err)
+	}
+	if errors.As(err, &we) || strings.Contains(err.Error(), "not a group path") {
+		return badInput(err)
+	}
+	return err
+}
+
+func printMon(w io.Writer, md []resctrl.MonDomain) {
+	if len(md) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "L3 DOMAIN\tOCCUPANCY\tMBM TOTAL\tMBM LOCAL\tUNAVAILABLE")
+	for _, d := range md {
+		fmt.Fprintf(tw, "%d\t%.2f MiB\t%d B\t%d B\t%s\n", d.Domain, float64(d.LLCOccupancy)/(1<<20), d.MBMTotalBytes, d.MBMLocalBytes, strings.Join(d.Unavailable, ","))
+	}
+	tw.Flush()
+}

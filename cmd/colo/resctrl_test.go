@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"colo/platform/linux"
+	"colo/resctrl"
+	"colo/resctrl/emu"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// The linux platform reaches resctrl through resctrl.Adapter:
+// linux.Defaults.OpenRDT = func(root string) (linux.RDT, error) { return resctrl.OpenAdapter(root) }
+// (wrapped to avoid a typed nil) where the binary imports colo/platform/linux.
+var _ linux.RDT = (*resctrl.Adapter)(nil)
+
+// runColo runs the colo command line in process and returns stdout and the error.
+func runColo(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var reset func(c *cobra.Command)
+	reset = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) {
+				_ = f.Value.Set(f.DefValue)
+				f.Changed = false
+			})
+		}
+		for _, sub := range c.Commands() {
+			reset(sub)
+		}
+	}
+	reset(rootCmd) // flags keep their values between Execute calls in one process
+	var out bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&out)
+	rootCmd.SetArgs(args)
+	err := rootCmd.Execute()
+	return out.String(), err
+}
+
+func TestResctrlCLI(t *testing.T) {
+	if err := emu.FUSEAvailable(); err != nil {
+		t.Skipf("resctrl CLI tests skipped (they run against a FUSE mount): %v", err)
+	}
+	e, _ := emu.NewNamed("intel", emu.Options{})
+	dir := t.TempDir()
+	m, err := emu.Mount(e, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unmount()
+	if _, err := runColo(t, "resctrl", "--root", dir, "set", "colo.web", "L3:0=ff0;1=ff0;MB:0=50", "--create"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runColo(t, "resctrl", "--root", dir, "assign", "colo.web", "77", "78"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runColo(t, "resctrl", "--root", dir, "show", "colo.web", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Path, Schemata string
+		Tasks          []int
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if v.Path != "colo.web" || v.Schemata != "L3:0=ff0;1=ff0 MB:0=50;1=100" || len(v.Tasks) != 2 {
+		t.Fatalf("%+v", v)
+	}
+	st := e.State()
+	if g, _ := st.Group("colo.web"); g.Schemata["MB"][0] != 50 || g.Schemata["L3"][1] != 0xff0 {
+		t.Fatalf("emulator state %+v", g)
+	}
+	// bad input: exit code 2 with the kernel's message
+	for _, args := range [][]string{
+		{"set", "colo.web", "L3:0=f0f"}, // non-contiguous on Intel
+		{"set", "colo.web", "L3:zz"},    // unparsable
+		{"set", "web", "L3:0=f"},        // not colo's
+		{"assign", "colo.web", "x"},     // bad PID
+		{"show", "colo.nothere"},        // no such group
+	} {
+		_, err := runColo(t, append([]string{"resctrl", "--root", dir}, args...)...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Fatalf("%v: %v, want a bad-input error", args, err)
+		}
+	}
+	_, err = runColo(t, "resctrl", "--root", dir, "set", "colo.web", "L3:0=f0f")
+	if !strings.Contains(err.Error(), "non-consecutive 1-bits") {
+		t.Fatalf("error lacks the kernel message: %v", err)
+	}
+	out, err = runColo(t, "resctrl", "--root", dir, "ls")
+	if err != nil || !strings.Contains(out, "colo.web") || !strings.Contains(out, "/ (default)") {
+		t.Fatalf("ls: %q %v", out, err)
+	}
+	if out, err = runColo(t, "resctrl", "--root", dir, "info"); err != nil || !strings.Contains(out, "groups allowed (CLOSIDs): 8") {
+		t.Fatalf("info: %q %v", out, err)
+	}
+	if out, err = runColo(t, "resctrl", "--root", dir, "mon", "colo.web"); err != nil || !strings.Contains(out, "OCCUPANCY") {
+		t.Fatalf("mon: %q %v", out, err)
+	}
+	if _, err := runColo(t, "resctrl", "--root", dir, "set", "colo.old", "L3:0=f", "--create"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Mkdir("theirs"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runColo(t, "resctrl", "--root", dir, "reconcile", "--keep", "colo.web"); err != nil || out != "removed colo.old\n" {
+		t.Fatalf("reconcile: %q %v", out, err)
+	}
+	if g := e.State().Groups; len(g) != 3 || g[1].Path != "colo.web" || g[2].Path != "theirs" {
+		t.Fatalf("after reconcile: %+v", g)
+	}
+}

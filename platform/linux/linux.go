@@ -1,0 +1,1044 @@
+// Package linux is the `platform: linux` adapter of the orchestrator (bench.Platform):
+// each job runs as a Docker container (or a plain process in its own cgroup), pinned to
+// the cores the scheduler chose; its counters come from perf_event_open on the
+// container's cgroup (hardware events, or software events without a PMU), its CPU time
+// and Docker stats from the runtime, and its cache occupancy and memory traffic from a
+// resctrl monitoring group. Allocations are resctrl control groups (CLOS); the PIDs and
+// threads of every container are synced into its groups at each sample, because
+// containers fork (seed000.md §1.4).
+//
+// Everything the platform creates carries colo's labels or resctrl prefix. One platform
+// runs per host at a time (a lock file); on start it removes what a crashed colo left
+// (containers, networks, resctrl groups, an altered default schemata), and Close removes
+// everything it created.
+package linux
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"colo/bench"
+	"colo/machine"
+	"colo/perf"
+	rt "colo/runtime"
+	"colo/runtime/docker"
+	"colo/runtime/process"
+)
+
+// labelPlatform marks what this platform creates; reconcile removes only those.
+const labelPlatform = "colo.platform"
+
+// Options configure the platform.
+type Options struct {
+	// ResctrlRoot is the resctrl mount (--resctrl-root): "" uses $COLO_RESCTRL_ROOT,
+	// else /sys/fs/resctrl when mounted; "none" disables RDT.
+	ResctrlRoot string
+	// RDT overrides ResctrlRoot with a ready client (tests).
+	RDT RDT
+	// OpenRDT opens a resctrl mount; set by the resctrl adapter (nil: no RDT support
+	// compiled in).
+	OpenRDT func(root string) (RDT, error)
+	// Image is used for jobs without an image (default colo:latest).
+	Image string
+	// Runtime is "docker" (default) or "process".
+	Runtime string
+	// StateDir holds the lock and crash-recovery state (default /run/colo).
+	StateDir string
+	// Self is the colo executable the process runtime runs for colo-image jobs
+	// (default os.Executable()).
+	Self string
+	// Logf receives notes about unavailable sources and cleanup (default log.Printf).
+	Logf func(format string, args ...any)
+	// StopGrace is how long a stopped container may take to exit (default 2 s).
+	StopGrace time.Duration
+	// StartGrace is how long Start watches a new workload for an immediate exit
+	// (default 150 ms).
+	StartGrace time.Duration
+}
+
+// Defaults are the options `colo run` uses for platform: linux; commands set
+// ResctrlRoot from --resctrl-root.
+var Defaults = Options{}
+
+func init() {
+	bench.RegisterPlatform("linux", func(bm *bench.Benchmark) (bench.Platform, error) {
+		return New(bm, Defaults)
+	})
+}
+
+type job struct {
+	spec    bench.JobSpec
+	rid     string // runtime ID
+	cpus    []int
+	socket  int
+	cg      rt.Cgroup
+	counter *perf.Counter
+	cputime *rt.CPUTime
+	base    bench.Counters // counts of counters closed by Move
+	ctrl    string         // resctrl control group ("" = system/default)
+	mon     string         // resctrl monitoring group
+	done    chan struct{}
+
+	mu           sync.Mutex
+	stopping     bool
+	exited       bool
+	exit         rt.Exit
+	exitReported bool
+	stats        rt.Stats
+	statsN       int
+	statsErr     string
+	lastCPU      time.Duration
+}
+
+// Platform implements bench.Platform on this host.
+type Platform struct {
+	o       Options
+	m       *machine.Profile
+	rtm     rt.Runtime
+	dock    *docker.Runtime
+	rdt     RDT
+	run     string
+	network string
+	start   time.Time
+	lock    *os.File
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	jobs    map[int]*job
+	notes   []string
+	closed  bool
+	defMask map[int]uint64 // default-group masks the platform changed (original values)
+}
+
+var _ bench.Platform = (*Platform)(nil)
+
+// state is written to StateDir so a restarted colo can undo a crashed run's changes.
+type state struct {
+	Run     string         `json:"run"`
+	Network string         `json:"network"`
+	Resctrl string         `json:"resctrl"`
+	DefMask map[int]uint64 `json:"default_masks"` // original system/default L3 masks
+}
+
+// New prepares the host for bm: it takes the host lock, removes what a crashed colo left
+// behind, connects to the runtime and resctrl, and detects the machine. bm.Machine is
+// replaced by the detected host (the run loop places jobs on the real CPUs).
+func New(bm *bench.Benchmark, o Options) (*Platform, error) {
+	if o.Image == "" {
+		o.Image = docker.DefaultImage
+	}
+	if o.Runtime == "" {
+		o.Runtime = "docker"
+	}
+	if o.StateDir == "" {
+		o.StateDir = "/run/colo"
+	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 2 * time.Second
+	}
+	if o.StartGrace <= 0 {
+		o.StartGrace = 150 * time.Millisecond
+	}
+	if o.ResctrlRoot == "" {
+		o.ResctrlRoot = os.Getenv("COLO_RESCTRL_ROOT")
+	}
+	p := &Platform{o: o, jobs: map[int]*job{}, defMask: map[int]uint64{},
+		run: fmt.Sprintf("%d-%d", time.Now().Unix(), os.Getpid())}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			p.cancel()
+			p.releaseLock()
+		}
+	}()
+	if err := p.takeLock(); err != nil {
+		return nil, err
+	}
+	// resctrl
+	switch {
+	case o.RDT != nil:
+		p.rdt = o.RDT
+	case o.ResctrlRoot == "none":
+		p.notef("resctrl: disabled; no cache/bandwidth allocation or monitoring")
+	default:
+		root := o.ResctrlRoot
+		explicit := root != ""
+		if root == "" {
+			root = "/sys/fs/resctrl"
+		}
+		if _, err := os.Stat(filepath.Join(root, "info")); err != nil {
+			if explicit {
+				return nil, fmt.Errorf("--resctrl-root %s: not a resctrl mount (no info directory): %v", root, err)
+			}
+			p.notef("resctrl: not mounted at %s; no cache/bandwidth allocation or monitoring (colo doctor explains; --resctrl-root DIR uses an emulator mount)", root)
+		} else if o.OpenRDT == nil {
+			return nil, fmt.Errorf("resctrl at %s: this build has no resctrl client", root)
+		} else {
+			r, err := o.OpenRDT(root)
+			if err != nil {
+				return nil, fmt.Errorf("resctrl at %s: %w", root, err)
+			}
+			p.rdt = r
+		}
+	}
+	// runtime
+	switch o.Runtime {
+	case "docker":
+		d, err := docker.New(p.ctx, docker.Options{Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux"}})
+		if err != nil {
+			return nil, err
+		}
+		p.dock, p.rtm = d, d
+	case "process":
+		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux"}})
+		if err != nil {
+			return nil, err
+		}
+		p.rtm = pr
+	default:
+		return nil, fmt.Errorf("runtime %q: use docker or process", o.Runtime)
+	}
+	if err := p.reconcile(); err != nil {
+		p.rtm.Close()
+		return nil, fmt.Errorf("cleaning up after an earlier colo run: %w", err)
+	}
+	if p.dock != nil {
+		p.network = "colo-" + p.run
+		if err := p.dock.UseNetwork(p.ctx, p.network); err != nil {
+			p.rtm.Close()
+			return nil, err
+		}
+	}
+	// machine
+	rroot := ""
+	if p.rdt != nil {
+		rroot = p.rdt.Root()
+	}
+	m, err := machine.Detect("/sys", rroot)
+	if err != nil {
+		p.teardown()
+		return nil, fmt.Errorf("detect this machine: %w", err)
+	}
+	p.m = m
+	if bm != nil {
+		bm.Machine = m
+	}
+	if err := p.saveState(); err != nil {
+		p.teardown()
+		return nil, err
+	}
+	p.start = time.Now()
+	ok = true
+	return p, nil
+}
+
+func (p *Platform) notef(format string, a ...any) {
+	s := fmt.Sprintf(format, a...)
+	p.mu.Lock()
+	p.notes = append(p.notes, s)
+	p.mu.Unlock()
+	p.o.Logf("linux: %s", s)
+}
+
+// Notes returns what the platform recorded about unavailable sources, unexpected
+// exits and cleanup, in order.
+func (p *Platform) Notes() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.notes...)
+}
+
+// RunID is the label value (colo.run) of everything this platform created.
+func (p *Platform) RunID() string { return p.run }
+
+func (p *Platform) lockPath() string  { return filepath.Join(p.o.StateDir, "linux.lock") }
+func (p *Platform) statePath() string { return filepath.Join(p.o.StateDir, "linux-state.json") }
+
+func (p *Platform) takeLock() error {
+	if err := os.MkdirAll(p.o.StateDir, 0o755); err != nil {
+		return fmt.Errorf("state directory %s: %w", p.o.StateDir, err)
+	}
+	f, err := os.OpenFile(p.lockPath(), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", p.lockPath(), err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(p.lockPath())
+		f.Close()
+		return fmt.Errorf("another colo run with platform linux is active on this host (lock %s held by pid %s); wait for it to finish or stop it", p.lockPath(), strings.TrimSpace(string(b)))
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(fmt.Sprint(os.Getpid())), 0)
+	p.lock = f
+	return nil
+}
+
+func (p *Platform) releaseLock() {
+	if p.lock != nil {
+		syscall.Flock(int(p.lock.Fd()), syscall.LOCK_UN)
+		p.lock.Close()
+		p.lock = nil
+	}
+}
+
+func (p *Platform) saveState() error {
+	p.mu.Lock()
+	st := state{Run: p.run, Network: p.network, DefMask: p.defMask}
+	p.mu.Unlock()
+	if p.rdt != nil {
+		st.Resctrl = p.rdt.Root()
+	}
+	b, _ := json.Marshal(st)
+	tmp := p.statePath() + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("platform state: %w", err)
+	}
+	return os.Rename(tmp, p.statePath())
+}
+
+// reconcile removes what a previous colo left: colo-labelled containers (any run: we
+// hold the host lock, so no other colo is running), colo networks, owned resctrl groups,
+// and restores system/default masks it had changed.
+func (p *Platform) reconcile() error {
+	var errs []error
+	ws, err := p.rtm.List(p.ctx, map[string]string{labelPlatform: "linux"})
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if err := p.rtm.Remove(p.ctx, w.ID); err != nil && !errors.Is(err, rt.ErrNotFound) {
+			errs = append(errs, err)
+			continue
+		}
+		p.notef("removed %s left by an earlier colo run (%s, run %s)", w.Name, w.State, w.Labels[rt.LabelRun])
+	}
+	if p.dock != nil {
+		nets, err := p.dock.ListNetworks(p.ctx, map[string]string{labelPlatform: "linux"})
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, n := range nets {
+			if err := p.dock.RemoveNetwork(p.ctx, n); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.notef("removed network %s left by an earlier colo run", n)
+		}
+	}
+	var old state
+	if b, err := os.ReadFile(p.statePath()); err == nil {
+		json.Unmarshal(b, &old)
+	}
+	if p.rdt != nil {
+		removed, err := p.rdt.Reconcile()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, g := range removed {
+			p.notef("removed resctrl group %s left by an earlier colo run", g)
+		}
+		if old.Resctrl == "" || old.Resctrl == p.rdt.Root() {
+			for dom, mask := range old.DefMask {
+				if err := p.rdt.SetSchemata("", dom, mask, 0); err != nil {
+					errs = append(errs, fmt.Errorf("restore system/default L3 mask %#x on domain %d: %w", mask, dom, err))
+					continue
+				}
+				p.notef("restored system/default L3 mask %#x on domain %d", mask, dom)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		os.Remove(p.statePath())
+	}
+	return errors.Join(errs...)
+}
+
+// Machine implements bench.Platform.
+func (p *Platform) Machine() *machine.Profile { return p.m }
+
+// Check implements bench.Platform: the job must name a command, and its image must be
+// present locally (colo never pulls).
+func (p *Platform) Check(j bench.JobSpec) error {
+	args, err := SplitCommand(j.Command)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 && j.Image == "" {
+		if j.Workload != "" {
+			return fmt.Errorf("workload %q is a simulator model; on platform linux give image and/or command (e.g. command: stress compute --duration 60s)", j.Workload)
+		}
+		return errors.New("no image and no command: give image (default " + p.o.Image + ") and command")
+	}
+	img := p.image(j)
+	if p.dock != nil {
+		ok, err := p.dock.ImageExists(p.ctx, img)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			hint := "load or build it locally"
+			if img == p.o.Image || strings.HasPrefix(img, "colo") {
+				hint = "build it with `colo image build --tag " + img + "`"
+			}
+			return fmt.Errorf("image %q is not present locally and colo never pulls; %s", img, hint)
+		}
+	} else if j.Image != "" && j.Image != p.o.Image {
+		return fmt.Errorf("image %q: the process runtime can only run colo's own workloads (image %s) or a command", j.Image, p.o.Image)
+	}
+	return nil
+}
+
+func (p *Platform) image(j bench.JobSpec) string {
+	if j.Image != "" {
+		return j.Image
+	}
+	return p.o.Image
+}
+
+// SplitCommand splits a command line into words: blanks separate, single and double
+// quotes group, backslash escapes (no variable expansion: there is no shell).
+func SplitCommand(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	esc := false
+	for _, r := range s {
+		switch {
+		case esc:
+			cur.WriteRune(r)
+			esc = false
+		case r == '\\' && quote != '\'':
+			esc, inWord = true, true
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t' || r == '\n':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("command %q: unterminated %c quote", s, quote)
+	}
+	if esc {
+		return nil, fmt.Errorf("command %q: ends with a backslash", s)
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return strings.Trim(b.String(), "-.")
+}
+
+func (p *Platform) get(id int) (*job, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	j, ok := p.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %d is not running", id)
+	}
+	return j, nil
+}
+
+// Start implements bench.Platform.
+func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
+	if len(cpus) == 0 {
+		return fmt.Errorf("job %s: no CPUs", js.Name)
+	}
+	args, err := SplitCommand(js.Command)
+	if err != nil {
+		return err
+	}
+	spec := rt.Spec{
+		Name:    fmt.Sprintf("colo-%s-j%d-%s", p.run, js.ID, sanitize(js.Name)),
+		Command: args, Env: js.Env, Cpuset: rt.FormatCPUList(cpus),
+		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name, labelPlatform: "linux"},
+	}
+	if a := sanitize(js.Name); a != "" {
+		spec.Aliases = []string{a}
+	}
+	if p.dock != nil {
+		spec.Image = p.image(js)
+	} else {
+		self := p.o.Self
+		if self == "" {
+			self, _ = os.Executable()
+		}
+		if js.Image == "" || js.Image == p.o.Image {
+			spec.Command = append([]string{self}, args...)
+		}
+	}
+	rid, err := p.rtm.Create(p.ctx, spec)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", js.Name, err)
+	}
+	undo := func() { p.rtm.Remove(context.Background(), rid) }
+	if err := p.rtm.Start(p.ctx, rid); err != nil {
+		undo()
+		return fmt.Errorf("job %s: %w", js.Name, err)
+	}
+	// A workload that cannot start (wrong command, missing file) exits at once: wait a
+	// moment for that before counting on it.
+	wctx, wcancel := context.WithTimeout(p.ctx, p.o.StartGrace)
+	_, werr := p.rtm.Wait(wctx, rid)
+	wcancel()
+	info, err := p.rtm.Inspect(p.ctx, rid)
+	if err != nil {
+		undo()
+		return fmt.Errorf("job %s: %w", js.Name, err)
+	}
+	if werr == nil || info.State != rt.Running {
+		msg := p.output(rid)
+		undo()
+		return fmt.Errorf("job %s: its container exited at once (%s)%s; check the image and command %q", js.Name, info.Exit, msg, js.Command)
+	}
+	j := &job{spec: js, rid: rid, cpus: append([]int(nil), cpus...), socket: p.m.SocketOfCore(cpus[0]), cg: info.Cgroup, done: make(chan struct{})}
+	p.openCounters(j)
+	if p.rdt != nil {
+		j.mon = p.rdt.MonPath("", p.groupName(js.ID))
+		if err := p.rdt.CreateGroup(j.mon); err != nil {
+			p.notef("job %s: no resctrl monitoring group %s: %v (occupancy and memory bandwidth unavailable)", js.Name, j.mon, err)
+			j.mon = ""
+		}
+	}
+	p.mu.Lock()
+	p.jobs[js.ID] = j
+	p.mu.Unlock()
+	p.syncTasks(j)
+	p.wg.Add(1)
+	go p.watch(j)
+	if js.Data.Docker {
+		p.wg.Add(1)
+		go p.statsLoop(j)
+	}
+	return nil
+}
+
+func (p *Platform) output(rid string) string {
+	var out string
+	if p.dock != nil {
+		out, _ = p.dock.Logs(context.Background(), rid, 5)
+	} else if pr, ok := p.rtm.(*process.Runtime); ok {
+		out, _ = pr.Output(rid)
+	}
+	if out == "" {
+		return ""
+	}
+	return "; it printed: " + strings.ReplaceAll(strings.TrimSpace(out), "\n", " | ")
+}
+
+func (p *Platform) groupName(id int) string {
+	return fmt.Sprintf("%sj%d", p.rdt.Prefix(), id)
+}
+
+func (p *Platform) openCounters(j *job) {
+	c, err := perf.OpenCgroup(j.cg.PerfEventDir(), j.cpus, perf.Options{Logf: p.o.Logf})
+	if err != nil {
+		p.notef("job %s: perf counters unavailable: %v; continuing with runtime CPU time", j.spec.Name, err)
+	} else {
+		j.counter = c
+	}
+	if j.counter == nil || j.counter.Mode() != perf.ModeSoftware {
+		if ct, err := rt.OpenCPUTime(j.cg); err == nil {
+			j.cputime = ct
+		} else {
+			p.notef("job %s: CPU time unavailable: %v", j.spec.Name, err)
+		}
+	}
+}
+
+func (p *Platform) closeCounters(j *job) {
+	if j.counter != nil {
+		j.counter.Close()
+		j.counter = nil
+	}
+	if j.cputime != nil {
+		j.cputime.Close()
+		j.cputime = nil
+	}
+}
+
+// watch records how a job's workload ended.
+func (p *Platform) watch(j *job) {
+	defer p.wg.Done()
+	defer close(j.done)
+	ex, err := p.rtm.Wait(p.ctx, j.rid)
+	if err != nil {
+		return // platform closing
+	}
+	j.mu.Lock()
+	stopping := j.stopping
+	j.exited, j.exit = true, ex
+	j.mu.Unlock()
+	if !stopping {
+		p.notef("job %s: its container ended before colo stopped it: %s%s", j.spec.Name, ex, p.output(j.rid))
+	}
+}
+
+// syncTasks writes the container's threads into its resctrl groups (containers fork;
+// threads that vanished between listing and writing are normal).
+func (p *Platform) syncTasks(j *job) {
+	if p.rdt == nil || j.mon == "" {
+		return
+	}
+	tids, err := j.cg.Threads()
+	if err != nil {
+		return // exited: nothing to sync
+	}
+	have, _ := p.rdt.Tasks(j.mon)
+	in := make(map[int]bool, len(have))
+	for _, t := range have {
+		in[t] = true
+	}
+	var add []int
+	for _, t := range tids {
+		if !in[t] {
+			add = append(add, t)
+		}
+	}
+	if len(add) == 0 {
+		return
+	}
+	if j.ctrl != "" {
+		if _, err := p.rdt.AddTasks(j.ctrl, add); err != nil {
+			p.notef("job %s: moving threads into %s: %v", j.spec.Name, j.ctrl, err)
+			return
+		}
+	}
+	if _, err := p.rdt.AddTasks(j.mon, add); err != nil {
+		p.notef("job %s: moving threads into %s: %v", j.spec.Name, j.mon, err)
+	}
+}
+
+// Stop implements bench.Platform: the job's counters, resctrl groups and container go.
+func (p *Platform) Stop(id int) error {
+	j, err := p.get(id)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	delete(p.jobs, id)
+	p.mu.Unlock()
+	return p.stopJob(j)
+}
+
+func (p *Platform) stopJob(j *job) error {
+	j.mu.Lock()
+	j.stopping = true
+	j.mu.Unlock()
+	var errs []error
+	p.closeCounters(j)
+	if p.rdt != nil {
+		if err := p.leaveGroups(j); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.o.StopGrace+10*time.Second)
+	defer cancel()
+	if err := p.rtm.Stop(ctx, j.rid, p.o.StopGrace); err != nil && !errors.Is(err, rt.ErrNotFound) {
+		errs = append(errs, err)
+	}
+	if err := p.rtm.Remove(ctx, j.rid); err != nil && !errors.Is(err, rt.ErrNotFound) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// leaveGroups returns a job's threads to system/default and removes its groups.
+func (p *Platform) leaveGroups(j *job) error {
+	var errs []error
+	if j.ctrl != "" {
+		if tids, err := p.rdt.Tasks(j.ctrl); err == nil && len(tids) > 0 {
+			if _, err := p.rdt.AddTasks("", tids); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if j.mon != "" && p.rdt.Exists(j.mon) {
+		if err := p.rdt.RemoveGroup(j.mon); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if j.ctrl != "" && p.rdt.Exists(j.ctrl) {
+		if err := p.rdt.RemoveGroup(j.ctrl); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	j.ctrl, j.mon = "", ""
+	return errors.Join(errs...)
+}
+
+// Move implements bench.Platform: new cpuset, counters reopened on the new CPUs (counts
+// carried over), and back to system/default.
+func (p *Platform) Move(id int, cpus []int) error {
+	j, err := p.get(id)
+	if err != nil {
+		return err
+	}
+	if err := p.rtm.SetCpuset(p.ctx, j.rid, rt.FormatCPUList(cpus)); err != nil {
+		return fmt.Errorf("job %s: %w", j.spec.Name, err)
+	}
+	c, _ := p.read(j)
+	j.base = c
+	p.closeCounters(j)
+	j.cpus, j.socket = append([]int(nil), cpus...), p.m.SocketOfCore(cpus[0])
+	p.openCounters(j)
+	if p.rdt != nil && j.ctrl != "" {
+		if err := p.SetAllocation(id, j.socket, 0, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Platform) noRDT() error {
+	return errors.New("no resctrl on this host: cache and bandwidth allocation are unavailable (run with --resctrl-root DIR on an emulator mount, or on a host with RDT; colo doctor explains)")
+}
+
+// SetAllocation implements bench.Platform. A new control group is created and its
+// schemata written before any thread moves: a rejected schemata leaves nothing behind.
+func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
+	if p.rdt == nil {
+		return p.noRDT()
+	}
+	j, err := p.get(id)
+	if err != nil {
+		return err
+	}
+	name := p.groupName(id)
+	if mask == 0 {
+		if j.ctrl == "" {
+			return nil
+		}
+		if err := p.leaveGroups(j); err != nil {
+			return fmt.Errorf("job %s: back to system/default: %w", j.spec.Name, err)
+		}
+		j.mon = p.rdt.MonPath("", name)
+		if err := p.rdt.CreateGroup(j.mon); err != nil {
+			p.notef("job %s: no resctrl monitoring group %s: %v", j.spec.Name, j.mon, err)
+			j.mon = ""
+		}
+		p.syncTasks(j)
+		return nil
+	}
+	if p.m.MBA == nil {
+		mba = 0
+	}
+	if j.ctrl != "" {
+		if err := p.rdt.SetSchemata(j.ctrl, socket, mask, mba); err != nil {
+			return fmt.Errorf("job %s: %w", j.spec.Name, err)
+		}
+		return nil
+	}
+	if err := p.rdt.CreateGroup(name); err != nil {
+		return fmt.Errorf("job %s: create control group %s: %w", j.spec.Name, name, err)
+	}
+	if err := p.rdt.SetSchemata(name, socket, mask, mba); err != nil {
+		p.rdt.RemoveGroup(name)
+		return fmt.Errorf("job %s: %w", j.spec.Name, err)
+	}
+	// Threads move into the new class; the old monitoring group (under the default
+	// group) is replaced by one under the class (seed000.md §1.4).
+	oldMon := j.mon
+	j.ctrl = name
+	j.mon = p.rdt.MonPath(name, name)
+	if err := p.rdt.CreateGroup(j.mon); err != nil {
+		p.notef("job %s: no monitoring group %s: %v", j.spec.Name, j.mon, err)
+		j.mon = ""
+	}
+	if tids, err := j.cg.Threads(); err == nil {
+		if _, err := p.rdt.AddTasks(name, tids); err != nil {
+			p.notef("job %s: moving threads into %s: %v", j.spec.Name, name, err)
+		}
+	}
+	if oldMon != "" && p.rdt.Exists(oldMon) {
+		if err := p.rdt.RemoveGroup(oldMon); err != nil {
+			p.notef("job %s: removing %s: %v", j.spec.Name, oldMon, err)
+		}
+	}
+	if j.mon == "" {
+		j.mon = name // the control group monitors too
+	}
+	p.syncTasks(j)
+	return nil
+}
+
+// SetDefaultMask implements bench.Platform. The original mask is saved first, so a
+// restarted colo restores it after a crash.
+func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
+	if p.rdt == nil {
+		return p.noRDT()
+	}
+	p.mu.Lock()
+	_, saved := p.defMask[socket]
+	p.mu.Unlock()
+	if !saved {
+		orig, _, err := p.rdt.ReadSchemata("", socket)
+		if err != nil {
+			return fmt.Errorf("system/default: %w", err)
+		}
+		p.mu.Lock()
+		p.defMask[socket] = orig
+		p.mu.Unlock()
+		if err := p.saveState(); err != nil {
+			return err
+		}
+	}
+	return p.rdt.SetSchemata("", socket, mask, 0)
+}
+
+// Read implements bench.Platform. It syncs the container's threads into its resctrl
+// groups, then returns cumulative counters. Without hardware counters, instructions,
+// cycles and stalls stay 0, so IPC and IPCE come out unavailable (NaN), never 0. A job
+// whose container ended on its own gets one error saying so; later reads return its
+// last counts.
+func (p *Platform) Read(id int) (bench.Counters, error) {
+	j, err := p.get(id)
+	if err != nil {
+		return bench.Counters{}, err
+	}
+	j.mu.Lock()
+	exited, reported, ex := j.exited, j.exitReported, j.exit
+	if exited {
+		j.exitReported = true
+	}
+	j.mu.Unlock()
+	if !exited {
+		p.syncTasks(j)
+	}
+	c, err := p.read(j)
+	if exited && !reported {
+		return c, fmt.Errorf("its container ended before colo stopped it (%s); counters stop here", ex)
+	}
+	return c, err
+}
+
+func (p *Platform) read(j *job) (bench.Counters, error) {
+	c := j.base
+	if j.counter != nil {
+		if _, err := j.counter.Sample(); err != nil {
+			p.notef("job %s: perf read failed: %v; perf counters dropped for this job", j.spec.Name, err)
+			j.counter.Close()
+			j.counter = nil
+		}
+	}
+	if j.counter != nil {
+		t := j.counter.Totals()
+		c.Instructions += t[perf.Instructions]
+		c.Cycles += t[perf.Cycles]
+		c.StallsTotal += t[perf.StallsTotal]
+		c.StallsL3Miss += t[perf.StallsL3Miss]
+		c.LLCReferences += t[perf.CacheReferences]
+		c.LLCMisses += t[perf.CacheMisses]
+		if v, ok := t[perf.TaskClock]; ok {
+			c.CPUTime += time.Duration(v)
+		}
+	}
+	if j.cputime != nil {
+		if ns, err := j.cputime.Read(); err == nil {
+			j.lastCPU = time.Duration(ns)
+		}
+		c.CPUTime = j.base.CPUTime + j.lastCPU
+	}
+	if p.rdt != nil && j.mon != "" {
+		occ, tot, loc, err := p.rdt.MonData(j.mon)
+		if err == nil {
+			c.LLCOccupancy, c.MBMTotalBytes, c.MBMLocalBytes = float64(occ), float64(tot), float64(loc)
+		}
+	}
+	return c, nil
+}
+
+// ReadAllocation implements bench.Platform: the job's group and its schemata on the
+// job's socket, read back from resctrl.
+//
+// Without resctrl every job is in system/default by construction (SetAllocation refuses),
+// so the reading is the empty default group; New recorded once that RDT is unavailable.
+func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
+	j, err := p.get(id)
+	if err != nil {
+		return bench.AllocationReading{}, err
+	}
+	if p.rdt == nil {
+		return bench.AllocationReading{}, nil
+	}
+	mask, mba, err := p.rdt.ReadSchemata(j.ctrl, j.socket)
+	if err != nil {
+		return bench.AllocationReading{}, err
+	}
+	return bench.AllocationReading{Group: j.ctrl, Mask: mask, MBA: mba}, nil
+}
+
+// Now implements bench.Platform: wall-clock time since the platform started.
+func (p *Platform) Now() time.Duration { return time.Since(p.start) }
+
+// Advance implements bench.Platform: it waits for the wall clock.
+func (p *Platform) Advance(t time.Duration) error {
+	d := t - p.Now()
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(d):
+		return nil
+	case <-p.ctx.Done():
+		return errors.New("platform closed")
+	}
+}
+
+// DockerStats returns the latest runtime statistics sample of a job and how many were
+// taken (the one-shot stats endpoint for Docker, cgroup files for processes).
+func (p *Platform) DockerStats(id int) (rt.Stats, int, error) {
+	j, err := p.get(id)
+	if err != nil {
+		return rt.Stats{}, 0, err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stats, j.statsN, nil
+}
+
+// statsLoop polls the runtime statistics of one job (when its data block selects docker)
+// until the job stops. dockerd 20.10 answers a one-shot call at its collector's next 1 s
+// tick, so each job has its own loop and the effective rate is at most 1 Hz there.
+func (p *Platform) statsLoop(j *job) {
+	defer p.wg.Done()
+	freq := j.spec.Data.Frequency
+	if freq <= 0 {
+		freq = time.Second
+	}
+	for {
+		t0 := time.Now()
+		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		s, err := p.rtm.Stats(ctx, j.rid)
+		cancel()
+		j.mu.Lock()
+		stopping := j.stopping || j.exited
+		if err == nil {
+			j.stats, j.statsN = s, j.statsN+1
+		}
+		first := err != nil && j.statsErr == ""
+		if err != nil {
+			j.statsErr = err.Error()
+		}
+		j.mu.Unlock()
+		if stopping {
+			return
+		}
+		if first && p.ctx.Err() == nil {
+			p.notef("job %s: runtime stats unavailable: %v (retrying)", j.spec.Name, err)
+		}
+		wait := freq - time.Since(t0)
+		if wait < time.Millisecond {
+			wait = time.Millisecond
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-j.done:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Close implements bench.Platform: every job's container and resctrl groups go, the
+// default schemata is restored, the network removed, the lock released.
+func (p *Platform) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	js := make([]*job, 0, len(p.jobs))
+	for _, j := range p.jobs {
+		js = append(js, j)
+	}
+	p.jobs = map[int]*job{}
+	p.mu.Unlock()
+	var errs []error
+	for _, j := range js {
+		if err := p.stopJob(j); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := p.teardown(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Platform) teardown() error {
+	var errs []error
+	p.cancel()
+	p.wg.Wait()
+	if p.rdt != nil {
+		if _, err := p.rdt.Reconcile(); err != nil {
+			errs = append(errs, err)
+		}
+		p.mu.Lock()
+		dm := p.defMask
+		p.defMask = map[int]uint64{}
+		p.mu.Unlock()
+		for dom, mask := range dm {
+			if err := p.rdt.SetSchemata("", dom, mask, 0); err != nil {
+				errs = append(errs, fmt.Errorf("restore system/default on domain %d: %w", dom, err))
+			}
+		}
+	}
+	if p.dock != nil && p.network != "" {
+		if err := p.dock.RemoveNetwork(context.Background(), p.network); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.rtm != nil {
+		p.rtm.Close()
+	}
+	if len(errs) == 0 {
+		os.Remove(p.statePath())
+	}
+	p.releaseLock()
+	return errors.Join(errs...)
+}
+
+var _ = math.NaN

@@ -1,0 +1,354 @@
+package linux
+
+import (
+	"context"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"colo/bench"
+	rt "colo/runtime"
+	"colo/runtime/docker"
+	"colo/runtime/docker/dockertest"
+	"colo/sched"
+)
+
+func TestSplitCommand(t *testing.T) {
+	for in, want := range map[string]string{
+		`stress random --mb 64`:         "stress|random|--mb|64",
+		`  sh -c 'echo "a b"; exit 3' `: `sh|-c|echo "a b"; exit 3`,
+		`say "it's" a\ b`:               `say|it's|a b`,
+		``:                              ``,
+	} {
+		got, err := SplitCommand(in)
+		if err != nil || strings.Join(got, "|") != want {
+			t.Errorf("SplitCommand(%q) = %q %v, want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{`a "b`, `a 'b`, `a\`} {
+		if _, err := SplitCommand(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+type testEnv struct {
+	image string
+	dock  *docker.Runtime
+	state string
+}
+
+func newEnv(t *testing.T) testEnv {
+	t.Helper()
+	r := dockertest.Require(t, docker.Options{})
+	return testEnv{image: dockertest.ColoImage(t, r), dock: r, state: t.TempDir()}
+}
+
+func (e testEnv) options(rdt RDT) Options {
+	return Options{Image: e.image, StateDir: e.state, RDT: rdt, ResctrlRoot: "none", Logf: func(string, ...any) {}}
+}
+
+func parseBench(t *testing.T, y string) *bench.Benchmark {
+	t.Helper()
+	bm, err := bench.Parse("linux-test.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bm
+}
+
+// leftovers lists containers and networks this platform kind created.
+func leftovers(t *testing.T, e testEnv) (int, int) {
+	cs, err := e.dock.List(context.Background(), map[string]string{labelPlatform: "linux"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := e.dock.ListNetworks(context.Background(), map[string]string{labelPlatform: "linux"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cs), len(ns)
+}
+
+const smokeYAML = `benchmark:
+  name: linux-smoke
+  platform: linux
+  max_t: 10
+  scheduler:
+    implementation: least-loaded
+  data:
+    frequency: 100
+    perf: true
+    docker: true
+containers:
+  thrasher:
+    command: "stress random --mb 64 --duration 60s"
+    num_cores: 1
+    length: 4
+  compute:
+    command: "stress compute --duration 60s"
+    num_cores: 1
+    length: 4
+`
+
+// TestBenchmarkOnRealContainers runs a benchmark YAML with platform: linux through the
+// orchestrator on real containers of the colo image: a cache thrasher and a compute
+// loop, sampled every 100 ms, then checks nothing is left.
+func TestBenchmarkOnRealContainers(t *testing.T) {
+	e := newEnv(t)
+	bm := parseBench(t, smokeYAML)
+	pf, err := New(bm, e.options(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if bm.Machine != pf.Machine() || bm.Machine.Name != "host" {
+		t.Fatalf("benchmark machine %v not the detected host", bm.Machine.Name)
+	}
+	s, err := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := &bench.Memory{}
+	// Docker stats are kept by the platform; look at them while the jobs run.
+	var statsSeen [2]int
+	res, err := bench.Run(bm, statsSpy{pf, &statsSeen}, s, bench.Options{Recorder: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) > 0 {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+	for _, j := range res.Jobs {
+		if j.State != bench.StateCompleted || j.Samples < 10 {
+			t.Errorf("job %s: %s (%s), %d samples", j.Name, j.State, j.Reason, j.Samples)
+		}
+	}
+	// Software counters only on this VM: IPC is unavailable (NaN), never 0.
+	nan := 0
+	for _, smp := range mem.Samples {
+		if math.IsNaN(smp.IPC) {
+			nan++
+		} else if smp.IPC == 0 {
+			t.Fatalf("IPC reported as 0: %+v", smp)
+		}
+	}
+	if len(mem.Samples) < 20 {
+		t.Fatalf("%d samples", len(mem.Samples))
+	}
+	t.Logf("%d samples (%d without IPC), docker stats seen %v, notes %q", len(mem.Samples), nan, statsSeen, pf.Notes())
+	for i, n := range statsSeen {
+		if n == 0 {
+			t.Errorf("job %d: no Docker stats sample", i)
+		}
+	}
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, n := leftovers(t, e); c != 0 || n != 0 {
+		t.Fatalf("%d containers and %d networks left behind", c, n)
+	}
+}
+
+// statsSpy records the platform's Docker stats at every Read.
+type statsSpy struct {
+	*Platform
+	seen *[2]int
+}
+
+func (s statsSpy) Read(id int) (bench.Counters, error) {
+	c, err := s.Platform.Read(id)
+	if st, n, e := s.Platform.DockerStats(id); e == nil && n > 0 && st.CPUAvailable && id < 2 {
+		s.seen[id] = n
+	}
+	return c, err
+}
+
+// TestAllocationsAndCPUTime drives the platform directly: a job's threads follow it from
+// its monitoring group into its class and back, schemata are written and read back, CPU
+// time grows, and Close removes every group and restores system/default.
+func TestAllocationsAndCPUTime(t *testing.T) {
+	e := newEnv(t)
+	rdt := newFakeRDT()
+	bm := parseBench(t, smokeYAML)
+	pf, err := New(bm, e.options(rdt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	js := bm.Jobs[0]
+	if err := pf.Check(js); err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.Start(js, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := pf.get(js.ID)
+	tids, _ := j.cg.Threads()
+	if len(tids) < 2 { // a Go program has several threads
+		t.Fatalf("threads %v", tids)
+	}
+	mon := "mon_groups/colo.j0"
+	if got, _ := rdt.Tasks(mon); len(got) != len(tids) {
+		t.Fatalf("monitoring group has %v, container threads %v", got, tids)
+	}
+	c0, err := pf.Read(js.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	c1, _ := pf.Read(js.ID)
+	if c1.CPUTime <= c0.CPUTime || c1.Instructions != 0 || c1.LLCOccupancy == 0 {
+		t.Errorf("counters %+v then %+v", c0, c1)
+	}
+	// Into a class with 4 ways and 50 % MBA on socket 0.
+	if err := pf.SetAllocation(js.ID, 0, 0xf0, 50); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := rdt.Tasks("colo.j0"); len(got) < len(tids) {
+		t.Errorf("class has %v", got)
+	}
+	if rdt.Exists(mon) || !rdt.Exists("colo.j0/mon_groups/colo.j0") {
+		t.Errorf("groups %v", rdt.ownedGroups())
+	}
+	a, err := pf.ReadAllocation(js.ID)
+	if err != nil || a.Group != "colo.j0" || a.Mask != 0xf0 {
+		t.Errorf("read back %+v %v", a, err)
+	}
+	// A rejected mask changes nothing.
+	if err := pf.SetAllocation(js.ID, 0, 1<<20, 50); err == nil {
+		t.Error("invalid mask accepted")
+	}
+	if a, _ := pf.ReadAllocation(js.ID); a.Mask != 0xf0 {
+		t.Errorf("after rejected write %+v", a)
+	}
+	if err := pf.SetDefaultMask(0, 0x0f); err != nil {
+		t.Fatal(err)
+	}
+	// Back to system/default.
+	if err := pf.SetAllocation(js.ID, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if rdt.Exists("colo.j0") || !rdt.Exists(mon) {
+		t.Errorf("groups after release %v", rdt.ownedGroups())
+	}
+	if a, _ := pf.ReadAllocation(js.ID); a.Group != "" || a.Mask != 0x0f {
+		t.Errorf("default read back %+v", a)
+	}
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g := rdt.ownedGroups(); len(g) != 0 {
+		t.Errorf("groups left: %v", g)
+	}
+	if m, _, _ := rdt.ReadSchemata("", 0); m != 0xffff {
+		t.Errorf("system/default not restored: %#x", m)
+	}
+	if c, n := leftovers(t, e); c != 0 || n != 0 {
+		t.Fatalf("%d containers and %d networks left behind", c, n)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	e := newEnv(t)
+	bm := parseBench(t, smokeYAML)
+	pf, err := New(bm, e.options(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	// A second platform on the same host is refused while the first runs.
+	if _, err := New(nil, e.options(nil)); err == nil || !strings.Contains(err.Error(), "another colo run") {
+		t.Errorf("second platform: %v", err)
+	}
+	// Image missing: Check says how to build it.
+	js := bm.Jobs[0]
+	js.Image = "colo-missing:none"
+	if err := pf.Check(js); err == nil || !strings.Contains(err.Error(), "colo image build --tag colo-missing:none") {
+		t.Errorf("missing image: %v", err)
+	}
+	// A simulator workload model is not runnable here.
+	if err := pf.Check(bench.JobSpec{Name: "m", Workload: "tip:3"}); err == nil || !strings.Contains(err.Error(), "simulator model") {
+		t.Errorf("workload model: %v", err)
+	}
+	// A container exiting at once: a clear error, nothing left.
+	js = bm.Jobs[0]
+	js.Command = "stress no-such-kind"
+	err = pf.Start(js, []int{0})
+	if err == nil || !strings.Contains(err.Error(), "exited at once") {
+		t.Errorf("exiting container: %v", err)
+	}
+	t.Logf("exit-at-once message: %v", err)
+	// Allocation without resctrl says how to get one.
+	js = bm.Jobs[1]
+	if err := pf.Start(js, []int{1 % len(bm.Machine.Name)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.SetAllocation(js.ID, 0, 0xf, 0); err == nil || !strings.Contains(err.Error(), "--resctrl-root") {
+		t.Errorf("no-RDT allocation: %v", err)
+	}
+	// A container that ends on its own is reported once by Read.
+	j, _ := pf.get(js.ID)
+	e.dock.Client().ContainerKill(context.Background(), j.rid, "KILL")
+	<-j.done
+	if _, err := pf.Read(js.ID); err == nil || !strings.Contains(err.Error(), "ended before colo stopped it") {
+		t.Errorf("first read after exit: %v", err)
+	}
+	if _, err := pf.Read(js.ID); err != nil {
+		t.Errorf("second read after exit: %v", err)
+	}
+	pf.Close()
+	if c, n := leftovers(t, e); c != 0 || n != 0 {
+		t.Fatalf("%d containers and %d networks left behind", c, n)
+	}
+}
+
+// A colo killed mid-run leaves containers, a network and resctrl groups; the next
+// platform removes them and restores system/default.
+func TestReconcileAfterCrash(t *testing.T) {
+	e := newEnv(t)
+	rdt := newFakeRDT()
+	bm := parseBench(t, smokeYAML)
+	pf, err := New(bm, e.options(rdt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.Start(bm.Jobs[0], []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.SetAllocation(bm.Jobs[0].ID, 0, 0x3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.SetDefaultMask(0, 0xfffc); err != nil {
+		t.Fatal(err)
+	}
+	// "Crash": the process dies; the kernel drops its lock, nothing else is undone.
+	pf.cancel()
+	pf.wg.Wait()
+	pf.releaseLock()
+	if c, _ := leftovers(t, e); c != 1 || len(rdt.ownedGroups()) != 2 {
+		t.Fatalf("crash state: %d containers, groups %v", c, rdt.ownedGroups())
+	}
+	pf2, err := New(nil, e.options(rdt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf2.Close()
+	if c, n := leftovers(t, e); c != 0 || n != 1 { // only pf2's own network
+		t.Errorf("after reconcile: %d containers, %d networks", c, n)
+	}
+	if g := rdt.ownedGroups(); len(g) != 0 {
+		t.Errorf("groups left: %v", g)
+	}
+	if m, _, _ := rdt.ReadSchemata("", 0); m != 0xffff {
+		t.Errorf("system/default %#x, want restored 0xffff", m)
+	}
+	notes := strings.Join(pf2.Notes(), "\n")
+	if !strings.Contains(notes, "left by an earlier colo run") || !strings.Contains(notes, "restored system/default") {
+		t.Errorf("notes: %s", notes)
+	}
+	_ = os.Getpid
+	_ = rt.ErrNotFound
+}

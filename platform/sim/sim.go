@@ -1,0 +1,580 @@
+// Package simplatform is bench's `platform: sim`: jobs run as analytic workload models
+// on the simulated machine (package sim), and allocations go through the real resctrl
+// client (package resctrl) into the in-process resctrl emulator (resctrl/emu). After
+// every change the simulated machine mirrors the emulator's classes of service — the
+// CLOSID, L3 masks and MBA values of every group and which group each job's task is in —
+// so the simulator only ever sees what resctrl accepted. The collector's read-back of a
+// job's allocation also comes from the emulator, through the client.
+//
+// Import it for its side effect (bench.RegisterPlatform("sim", ...)).
+package simplatform
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"colo/bench"
+	"colo/machine"
+	"colo/resctrl"
+	"colo/resctrl/emu"
+	"colo/sim"
+)
+
+func init() {
+	bench.RegisterPlatform("sim", func(bm *bench.Benchmark) (bench.Platform, error) {
+		return New(bm.Machine, sim.Options{Seed: bm.Seed})
+	})
+}
+
+// pidBase numbers the simulated jobs' tasks: job i is PID pidBase+i.
+const pidBase = 10000
+
+// groupPrefix marks the groups the platform owns.
+const groupPrefix = "colo-"
+
+// Platform is the simulated testbed.
+type Platform struct {
+	m      *machine.Profile
+	sm     *sim.Machine
+	emu    *emu.Emulator
+	rc     *resctrl.Client
+	jobs   map[int]*job
+	byID   map[sim.ID]*job
+	groups []*closGroup
+	nextG  int
+	gen    uint64 // emulator generation last mirrored
+}
+
+type job struct {
+	id     int
+	sid    sim.ID
+	pid    int
+	socket int
+	cpus   []int
+	group  *closGroup // nil = system/default
+	c      bench.Counters
+}
+
+// closGroup is one resctrl control group (one CLOSID). Masks are per L3 domain and a
+// task obeys the domain of the CPU it runs on, so a group's socket-0 and socket-1 masks
+// can serve different jobs (as the thesis's RDT classes hold a Socket0 and a Socket1
+// allocation), and jobs of one socket asking for the same mask and MBA share it (a
+// cluster, as LFOC+ forms). With the 4314's 8 CLOSIDs (the MBA limit) that leaves 7
+// distinct allocations per socket rather than 7 jobs in all.
+type closGroup struct {
+	path    string
+	members []map[int]bool // per socket: the jobs using this group's mask there
+	mask    []uint64       // per socket, valid while members is not empty
+	mba     []int
+}
+
+func (g *closGroup) empty() bool {
+	for _, m := range g.members {
+		if len(m) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// New builds a simulated testbed for machine m.
+func New(m *machine.Profile, opt sim.Options) (*Platform, error) {
+	sm, err := sim.New(m, opt)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := emu.ProfileFromMachine(m, "")
+	if err != nil {
+		return nil, err
+	}
+	e, err := emu.New(ep, emu.Options{})
+	if err != nil {
+		return nil, err
+	}
+	// the platform owns the whole emulated mount, system/default included (the thesis
+	// shrinks system/default to the ways no exclusive group holds)
+	rc := resctrl.New(e.FS(), resctrl.Options{Prefix: groupPrefix, AllowForeign: true})
+	p := &Platform{m: m, sm: sm, emu: e, rc: rc, jobs: map[int]*job{}, byID: map[sim.ID]*job{}}
+	return p, p.mirror()
+}
+
+// Machine implements bench.Platform.
+func (p *Platform) Machine() *machine.Profile { return p.m }
+
+// Now implements bench.Platform.
+func (p *Platform) Now() time.Duration { return p.sm.Now() }
+
+// Check implements bench.Platform: the job must map to a workload model.
+func (p *Platform) Check(j bench.JobSpec) error {
+	_, err := Workload(j)
+	return err
+}
+
+// Start implements bench.Platform.
+func (p *Platform) Start(j bench.JobSpec, cpus []int) error {
+	if _, dup := p.jobs[j.ID]; dup {
+		return fmt.Errorf("job %d already runs", j.ID)
+	}
+	w, err := Workload(j)
+	if err != nil {
+		return err
+	}
+	sid, err := p.sm.AddWorkload(w, cpus)
+	if err != nil {
+		return err
+	}
+	jb := &job{id: j.ID, sid: sid, pid: pidBase + j.ID, socket: p.m.SocketOfCore(cpus[0]), cpus: append([]int(nil), cpus...)}
+	p.emu.Declare(jb.pid)
+	p.jobs[j.ID] = jb
+	p.byID[sid] = jb
+	return p.mirror()
+}
+
+// Stop implements bench.Platform.
+func (p *Platform) Stop(id int) error {
+	jb, ok := p.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %d is not running", id)
+	}
+	err := p.release(jb)
+	p.emu.Forget(jb.pid)
+	if rerr := p.sm.RemoveWorkload(jb.sid); err == nil {
+		err = rerr
+	}
+	delete(p.jobs, id)
+	delete(p.byID, jb.sid)
+	if merr := p.mirror(); err == nil {
+		err = merr
+	}
+	return err
+}
+
+// Move implements bench.Platform: the job is re-pinned and returns to system/default.
+func (p *Platform) Move(id int, cpus []int) error {
+	jb, ok := p.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %d is not running", id)
+	}
+	if err := p.release(jb); err != nil {
+		return err
+	}
+	if err := p.sm.Move(jb.sid, cpus); err != nil {
+		return err
+	}
+	jb.cpus, jb.socket = append([]int(nil), cpus...), p.m.SocketOfCore(cpus[0])
+	return p.mirror()
+}
+
+// SetAllocation implements bench.Platform: the job joins a control group whose mask
+// and MBA on its socket are `mask` and `mba` — one it has alone is rewritten in place,
+// one with the same values is shared, else a group with that socket free is used or a
+// new one made (see closGroup); mask 0 puts the job's task back into system/default.
+func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
+	jb, ok := p.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %d is not running", id)
+	}
+	if socket != jb.socket {
+		return fmt.Errorf("job %d runs on socket %d, not %d", id, jb.socket, socket)
+	}
+	if mask == 0 {
+		if err := p.release(jb); err != nil {
+			return err
+		}
+		return p.mirror()
+	}
+	if p.m.MBA != nil && mba <= 0 {
+		mba = p.m.MBA.Max
+	}
+	if g := jb.group; g != nil {
+		if g.mask[socket] == mask && g.mba[socket] == mba {
+			return nil
+		}
+		if len(g.members[socket]) == 1 { // alone on this socket: rewrite in place
+			if err := p.rc.SetSchemata(g.path, p.schemata(socket, mask, mba)); err != nil {
+				return err
+			}
+			g.mask[socket], g.mba[socket] = mask, mba
+			return p.mirror()
+		}
+		if err := p.release(jb); err != nil {
+			return err
+		}
+	}
+	var g, free *closGroup
+	for _, c := range p.groups {
+		if len(c.members[socket]) > 0 && c.mask[socket] == mask && c.mba[socket] == mba {
+			g = c
+			break
+		}
+		if free == nil && len(c.members[socket]) == 0 {
+			free = c
+		}
+	}
+	var ch resctrl.Change
+	switch {
+	case g != nil:
+		ch = resctrl.Change{Group: g.path, Tasks: []int{jb.pid}}
+	case free != nil:
+		g = free
+		ch = resctrl.Change{Group: g.path, Schemata: p.schemata(socket, mask, mba), Tasks: []int{jb.pid}}
+	default:
+		n := p.m.Sockets
+		g = &closGroup{path: fmt.Sprintf("%sclos-%d", groupPrefix, p.nextG), members: make([]map[int]bool, n),
+			mask: make([]uint64, n), mba: make([]int, n)}
+		for i := range g.members {
+			g.members[i] = map[int]bool{}
+		}
+		ch = resctrl.Change{Group: g.path, Create: true, Schemata: p.schemata(socket, mask, mba), Tasks: []int{jb.pid}}
+	}
+	if err := p.rc.Apply(ch); err != nil {
+		return err
+	}
+	if ch.Create {
+		p.groups = append(p.groups, g)
+		p.nextG++
+	}
+	g.members[socket][id] = true
+	g.mask[socket], g.mba[socket], jb.group = mask, mba, g
+	return p.mirror()
+}
+
+// schemata is the partial schemata line setting one socket's L3 domain (and MB domain).
+func (p *Platform) schemata(socket int, mask uint64, mba int) resctrl.Schemata {
+	dom := socket * p.m.LLC.DomainsPerSocket
+	var s resctrl.Schemata
+	s = s.Set("L3", dom, mask)
+	if p.m.MBA != nil {
+		s = s.Set("MB", dom, uint64(mba))
+	}
+	return s
+}
+
+// release returns a job's task to system/default; a socket slot nobody uses any more
+// goes back to the full mask and no throttle, and an empty group is removed.
+func (p *Platform) release(jb *job) error {
+	g := jb.group
+	if g == nil {
+		return nil
+	}
+	if err := p.rc.AddTasks("", jb.pid); err != nil {
+		return err
+	}
+	delete(g.members[jb.socket], jb.id)
+	jb.group = nil
+	if g.empty() {
+		for i, c := range p.groups {
+			if c == g {
+				p.groups = append(p.groups[:i], p.groups[i+1:]...)
+				break
+			}
+		}
+		return p.rc.RemoveGroup(g.path)
+	}
+	if len(g.members[jb.socket]) > 0 {
+		return nil
+	}
+	mba := 0
+	if p.m.MBA != nil {
+		mba = p.m.MBA.Max
+	}
+	return p.rc.SetSchemata(g.path, p.schemata(jb.socket, p.m.FullMask(), mba))
+}
+
+// SetDefaultMask implements bench.Platform.
+func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
+	var s resctrl.Schemata
+	s = s.Set("L3", socket*p.m.LLC.DomainsPerSocket, mask)
+	if err := p.rc.SetSchemata("", s); err != nil {
+		return err
+	}
+	return p.mirror()
+}
+
+// mirror copies the emulator's classes of service into the simulated machine: every
+// control group's CLOSID, masks and MBA values, and the CLOS of every job's task.
+func (p *Platform) mirror() error {
+	st := p.emu.State()
+	if st.Generation == p.gen && p.gen != 0 {
+		return nil
+	}
+	closOf := map[int]int{} // pid -> closid
+	for _, g := range st.Groups {
+		if g.IsMon {
+			continue
+		}
+		masks := make([]uint64, p.m.LLCDomains())
+		for d := range masks {
+			masks[d] = p.m.FullMask()
+			if v := g.Schemata["L3"]; d < len(v) {
+				masks[d] = uint64(v[d])
+			}
+		}
+		var mba []int
+		if v := g.Schemata["MB"]; len(v) == len(masks) && p.m.MBA != nil {
+			mba = make([]int, len(v))
+			for d, x := range v {
+				mba[d] = int(x)
+			}
+		}
+		if err := p.sm.SetCLOS(g.CLOSID, masks, mba); err != nil {
+			return fmt.Errorf("mirroring resctrl group %q (CLOSID %d) into the simulator: %w", g.Path, g.CLOSID, err)
+		}
+		for _, pid := range g.Tasks {
+			closOf[pid] = g.CLOSID
+		}
+	}
+	for _, jb := range p.sortedJobs() {
+		if err := p.sm.Assign(jb.sid, closOf[jb.pid]); err != nil {
+			return err
+		}
+	}
+	p.gen = st.Generation
+	return nil
+}
+
+func (p *Platform) sortedJobs() []*job {
+	out := make([]*job, 0, len(p.jobs))
+	for _, j := range p.jobs {
+		out = append(out, j)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].id < out[b].id })
+	return out
+}
+
+// Read implements bench.Platform.
+func (p *Platform) Read(id int) (bench.Counters, error) {
+	jb, ok := p.jobs[id]
+	if !ok {
+		return bench.Counters{}, fmt.Errorf("job %d is not running", id)
+	}
+	return jb.c, nil
+}
+
+// ReadAllocation implements bench.Platform: the job's group and its schemata on the
+// job's socket, as the resctrl client reads them from the emulator.
+func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
+	jb, ok := p.jobs[id]
+	if !ok {
+		return bench.AllocationReading{}, fmt.Errorf("job %d is not running", id)
+	}
+	g, err := p.rc.TaskGroup(jb.pid)
+	if err != nil {
+		return bench.AllocationReading{}, err
+	}
+	if ctrl, _, err := resctrl.SplitGroup(g); err == nil {
+		g = ctrl
+	}
+	if g == "" {
+		return bench.AllocationReading{}, nil
+	}
+	s, err := p.rc.Schemata(g)
+	if err != nil {
+		return bench.AllocationReading{}, err
+	}
+	dom := jb.socket * p.m.LLC.DomainsPerSocket
+	r := bench.AllocationReading{Group: g}
+	if v, ok := s.Get("L3", dom); ok {
+		r.Mask = v
+	}
+	if v, ok := s.Get("MB", dom); ok {
+		r.MBA = int(v)
+	}
+	return r, nil
+}
+
+// Advance implements bench.Platform: one simulator step to t.
+func (p *Platform) Advance(t time.Duration) error {
+	now := p.sm.Now()
+	if t < now {
+		return fmt.Errorf("time goes backwards: %v < %v", t, now)
+	}
+	if t == now {
+		return nil
+	}
+	for _, c := range p.sm.Step(t - now) {
+		jb := p.byID[c.ID]
+		if jb == nil {
+			continue
+		}
+		jb.c.Instructions += float64(c.Instructions)
+		jb.c.Cycles += float64(c.Cycles)
+		jb.c.StallsTotal += float64(c.StallCycles)
+		jb.c.StallsL3Miss += float64(c.StallsL3Miss)
+		jb.c.LLCReferences += float64(c.LLCReferences)
+		jb.c.LLCMisses += float64(c.LLCMisses)
+		jb.c.L1References += float64(c.L1References)
+		jb.c.LLCOccupancy = float64(c.OccupancyBytes())
+		jb.c.MBMTotalBytes += float64(c.MemBytesTotal)
+		jb.c.MBMLocalBytes += float64(c.MemBytesLocal)
+		jb.c.CPUTime += (t - now) * time.Duration(len(jb.cpus))
+	}
+	return nil
+}
+
+// Close implements bench.Platform: every owned group is removed.
+func (p *Platform) Close() error {
+	var first error
+	for _, jb := range p.sortedJobs() {
+		if err := p.Stop(jb.id); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+var (
+	flagMu  sync.Mutex
+	flagRes = map[string]*regexp.Regexp{}
+)
+
+// flagVal finds `flag value` or `flag=value` in a command line.
+func flagVal(cmd, flag string) (string, bool) {
+	flagMu.Lock()
+	re, ok := flagRes[flag]
+	if !ok {
+		re = regexp.MustCompile(`(?:^|\s)` + regexp.QuoteMeta(flag) + `(?:=|\s+)(\S+)`)
+		flagRes[flag] = re
+	}
+	flagMu.Unlock()
+	m := re.FindStringSubmatch(cmd)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+func pageSize(s string) (int64, error) {
+	switch strings.ToLower(s) {
+	case "hugetlb-1g", "1g", "1gb":
+		return sim.Page1G, nil
+	case "hugetlb-2m", "thp", "2m", "2mb":
+		return sim.Page2M, nil
+	case "none", "4k", "4kb", "":
+		return sim.Page4K, nil
+	}
+	return 0, fmt.Errorf("page size %q: use hugetlb-1g, hugetlb-2m, thp or none", s)
+}
+
+func atoi(s, what string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s %q is not a positive integer", what, s)
+	}
+	return n, nil
+}
+
+// Workload maps a job to the simulator's analytic model: an explicit `workload` spec
+// (neighbor:6MB:1g, 7zip:2, matrix-3d:128, tsearch:131072, cpu-loop, lookbusy, mlr:8MB,
+// mload:60MB) or the thesis job pool's commands (neighbor, 7z, stress-ng --matrix-3d /
+// --tsearch). The job's thread count is its number of cores.
+func Workload(j bench.JobSpec) (sim.Workload, error) {
+	threads := max(j.Cores, 1)
+	if spec := strings.TrimSpace(j.Workload); spec != "" {
+		return fromSpec(spec, threads)
+	}
+	cmd := j.Command
+	if cmd == "" {
+		return sim.Workload{}, fmt.Errorf("no workload model: give `workload:` (e.g. neighbor:6MB:1g) or a thesis command (neighbor, 7z, stress-ng --matrix-3d/--tsearch)")
+	}
+	w, err := fromCommand(cmd)
+	if err != nil {
+		return sim.Workload{}, fmt.Errorf("command %q: %v", cmd, err)
+	}
+	w.Threads = threads
+	return w, nil
+}
+
+// fromSpec maps an explicit `workload:` spec to a model through the simulator's own
+// grammar (sim.WorkloadNames); "cpu-loop" is accepted as a name of sim's "cpu".
+func fromSpec(spec string, threads int) (sim.Workload, error) {
+	if strings.EqualFold(spec, "cpu-loop") {
+		spec = "cpu"
+	}
+	return sim.ParseWorkload(spec, threads, nil)
+}
+
+func fromCommand(cmd string) (sim.Workload, error) {
+	fields := strings.Fields(cmd)
+	if len(fields) == 0 {
+		return sim.Workload{}, fmt.Errorf("empty command")
+	}
+	prog := fields[0]
+	if i := strings.LastIndex(prog, "/"); i >= 0 {
+		prog = prog[i+1:]
+	}
+	switch prog {
+	case "neighbor":
+		size := "100MB"
+		if v, ok := flagVal(cmd, "--buffer-size"); ok {
+			size = v
+		}
+		b, err := sim.ParseSize(size)
+		if err != nil {
+			return sim.Workload{}, err
+		}
+		pages, _ := flagVal(cmd, "--hugepages")
+		pg, err := pageSize(pages)
+		if err != nil {
+			return sim.Workload{}, err
+		}
+		if pat, _ := flagVal(cmd, "--pattern"); pat == "stride" {
+			return sim.NeighborStride(b, pg), nil
+		}
+		return sim.Neighbor(b, pg), nil
+	case "7z", "7za", "7zz":
+		level, threads := 5, 1
+		for _, f := range fields[1:] {
+			if v, ok := strings.CutPrefix(f, "-mx="); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return sim.Workload{}, fmt.Errorf("-mx=%s", v)
+				}
+				level = n
+			} else if v, ok := strings.CutPrefix(f, "-mx"); ok && v != "" {
+				if n, err := strconv.Atoi(v); err == nil {
+					level = n
+				}
+			}
+			if v, ok := strings.CutPrefix(f, "-mmt="); ok {
+				if n, err := strconv.Atoi(v); err == nil {
+					threads = n
+				}
+			}
+		}
+		return sim.SevenZip(level, threads), nil
+	case "stress-ng":
+		if _, ok := flagVal(cmd, "--matrix-3d"); ok {
+			n := 128 // stress-ng's default size
+			if v, ok := flagVal(cmd, "--matrix-3d-size"); ok {
+				x, err := atoi(v, "--matrix-3d-size")
+				if err != nil {
+					return sim.Workload{}, err
+				}
+				n = x
+			}
+			return sim.StressMatrix3D(n), nil
+		}
+		if _, ok := flagVal(cmd, "--tsearch"); ok {
+			n := 65536 // stress-ng's default size
+			if v, ok := flagVal(cmd, "--tsearch-size"); ok {
+				x, err := atoi(v, "--tsearch-size")
+				if err != nil {
+					return sim.Workload{}, err
+				}
+				n = x
+			}
+			return sim.StressTsearch(n), nil
+		}
+		if _, ok := flagVal(cmd, "--cpu"); ok {
+			return sim.CPULoop(), nil
+		}
+		return sim.Workload{}, fmt.Errorf("stress-ng stressor not modelled (have --matrix-3d, --tsearch, --cpu)")
+	}
+	return sim.Workload{}, fmt.Errorf("program %q has no simulated model; set `workload:` (neighbor, 7zip, matrix-3d, tsearch, cpu-loop, lookbusy, mlr, mload)", prog)
+}

@@ -1,0 +1,415 @@
+package dcat
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"colo/machine"
+	"colo/sched"
+)
+
+func init() {
+	sched.Register("dcat", NewScheduler)
+	sched.Register("static-cat", NewStaticScheduler)
+}
+
+// NewStaticScheduler is the sched.Factory of "static-cat": the same placement and baselines
+// as dcat, each job holding its baseline ways for its whole run (the paper's "static
+// partition" baseline).
+func NewStaticScheduler(env sched.Env) (sched.Scheduler, error) {
+	s, err := NewScheduler(env)
+	if err != nil {
+		return nil, err
+	}
+	d := s.(*Scheduler)
+	d.name = "static-cat"
+	for i, c := range d.ctl {
+		o := c.Options()
+		o.Static = true
+		if d.ctl[i], err = New(o); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Scheduler runs one dCat controller per LLC domain (socket) behind the sched.Scheduler
+// interface, so that `colo run` drives it on any platform.
+//
+// Jobs are placed FIFO on the socket with the most free cores whose controller admits the
+// job's baseline (a job whose baseline can never be admitted is rejected; one that does not
+// fit now waits). Each tick the latest collector sample of every running job is fed to its
+// socket's controller; the decided masks become allocations, the reserved host ways the
+// system/default mask, and the repacking cost the tick's ConsolidatedWays.
+//
+// The phase signature is retired loads per instruction (the samples' L1References, dCat's
+// l1_ref). On a platform that reports no loads, LLC references per instruction stand in: LLC
+// references are L2 misses, which the private L2 determines independently of the LLC
+// allocation — the property dCat's signature needs (seed003.md §1.7).
+//
+// scheduler.options: baseline (ways, default 2), baselines (map of job name to ways),
+// policy (max-performance | max-fairness), period_t (s, default 1), miss_rate_threshold,
+// ipc_gain_threshold, phase_threshold, streaming_factor, llc_ref_rate, preferred_tolerance,
+// host_ways (default: the scheduler's reserve_ways). Keys may carry the prefix "dcat." (see
+// ScopedOptions).
+type Scheduler struct {
+	name      string
+	m         *machine.Profile
+	opt       Options
+	baseline  int
+	baselines map[string]int
+	ctl       []*Controller // per socket
+	socketOf  map[int]int
+	lastSeen  map[int]*sched.Sample
+	applied   map[int]uint64
+	// pendingPlace holds jobs placed at a tick and not yet seen running.
+	pendingPlace map[int]time.Duration
+	names        map[int]string // job ID -> controller id (its tenant)
+	jobOf        map[string]int
+	mba          int
+	// Reconfigurations counts the decisions that changed a mask; MovedWays the ways the
+	// repacking moved, over the whole run.
+	Reconfigurations int
+	MovedWays        int
+}
+
+// NewScheduler is the sched.Factory of "dcat".
+func NewScheduler(env sched.Env) (sched.Scheduler, error) {
+	m := env.Machine
+	if m.LLC.DomainsPerSocket != 1 {
+		return nil, fmt.Errorf("dcat: machine %s has %d LLC domains per socket; the dcat scheduler manages one LLC per socket", m.Name, m.LLC.DomainsPerSocket)
+	}
+	opt := DefaultOptions(m.LLC.Ways)
+	opt.MaxCLOS = m.CAT.NumCLOSIDs
+	opt.Sparse = m.CAT.SparseMasks
+	opt.HostWays = max(0, env.Config.ReserveWays)
+	s := &Scheduler{name: "dcat", m: m, baseline: 2, baselines: map[string]int{}, socketOf: map[int]int{},
+		lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pendingPlace: map[int]time.Duration{},
+		names: map[int]string{}, jobOf: map[string]int{}}
+	if err := s.parseOptions(ScopedOptions(env.Config.Options, "dcat.", "static-cat."), &opt); err != nil {
+		return nil, err
+	}
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if s.baseline < opt.MinWays || s.baseline > opt.Capacity() {
+		return nil, fmt.Errorf("dcat: scheduler.options.baseline = %d is outside %d..%d", s.baseline, opt.MinWays, opt.Capacity())
+	}
+	s.opt = opt
+	for i := 0; i < m.Sockets; i++ {
+		c, err := New(opt)
+		if err != nil {
+			return nil, err
+		}
+		s.ctl = append(s.ctl, c)
+	}
+	if m.MBA != nil {
+		s.mba = m.MBA.Max
+	}
+	return s, nil
+}
+
+func num(key string, v any) (float64, error) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case float64:
+		return x, nil
+	}
+	return 0, fmt.Errorf("dcat: scheduler.options.%s = %v is not a number", key, v)
+}
+
+func integer(key string, v any) (int, error) {
+	f, err := num(key, v)
+	if err != nil {
+		return 0, err
+	}
+	if f != math.Trunc(f) {
+		return 0, fmt.Errorf("dcat: scheduler.options.%s = %v must be a whole number of ways", key, v)
+	}
+	return int(f), nil
+}
+
+func (s *Scheduler) parseOptions(o map[string]any, opt *Options) error {
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := o[k]
+		var err error
+		var f float64
+		switch k {
+		case "baseline":
+			s.baseline, err = integer(k, v)
+		case "baselines":
+			mm, ok := v.(map[string]any)
+			if !ok {
+				return fmt.Errorf("dcat: scheduler.options.baselines must map job names to ways, got %v", v)
+			}
+			for name, b := range mm {
+				n, err := integer("baselines."+name, b)
+				if err != nil {
+					return err
+				}
+				s.baselines[name] = n
+			}
+		case "policy":
+			str, ok := v.(string)
+			if !ok {
+				return fmt.Errorf("dcat: scheduler.options.policy must be max-performance or max-fairness, got %v", v)
+			}
+			opt.Policy, err = ParsePolicy(str)
+		case "period_t":
+			f, err = num(k, v)
+			opt.Period = time.Duration(f * float64(time.Second))
+		case "miss_rate_threshold":
+			opt.MissRateThreshold, err = num(k, v)
+		case "ipc_gain_threshold":
+			opt.IPCGainThreshold, err = num(k, v)
+		case "phase_threshold":
+			opt.PhaseThreshold, err = num(k, v)
+		case "streaming_factor":
+			opt.StreamingFactor, err = num(k, v)
+		case "llc_ref_rate":
+			opt.LLCRefRate, err = num(k, v)
+		case "preferred_tolerance":
+			opt.PreferredTolerance, err = num(k, v)
+		case "host_ways":
+			opt.HostWays, err = integer(k, v)
+		default:
+			return fmt.Errorf("dcat: unknown scheduler.options key %q (known: baseline, baselines, policy, period_t, miss_rate_threshold, ipc_gain_threshold, phase_threshold, streaming_factor, llc_ref_rate, preferred_tolerance, host_ways)", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Name implements sched.Scheduler.
+func (s *Scheduler) Name() string { return s.name }
+
+// Controller returns the controller of a socket (for inspection in tests and reports).
+func (s *Scheduler) Controller(socket int) *Controller { return s.ctl[socket] }
+
+// Tenant is the tenant a job belongs to: its name up to a '#' ("vm#2" is tenant "vm"'s
+// second job). A tenant's jobs share its baseline and its performance tables.
+func Tenant(name string) string {
+	if i := strings.IndexByte(name, '#'); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+func (s *Scheduler) baselineOf(j sched.Job) int {
+	if b, ok := s.baselines[Tenant(j.Name)]; ok {
+		return b
+	}
+	return s.baseline
+}
+
+// idOf is the controller id of a job: its tenant, unless a job of that tenant already holds
+// it (then the job's own number).
+func (s *Scheduler) idOf(j sched.Job) string {
+	t := Tenant(j.Name)
+	for id, name := range s.names {
+		if name == t && id != j.ID {
+			return "job-" + strconv.Itoa(j.ID)
+		}
+	}
+	return t
+}
+
+// Tick implements sched.Scheduler.
+func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
+	var d sched.Decisions
+	for _, id := range obs.Finished {
+		s.forget(id)
+	}
+	// A job placed earlier that neither runs nor finished (its start failed) is forgotten.
+	running := map[int]bool{}
+	for _, r := range obs.Running {
+		running[r.ID] = true
+	}
+	var gone []int
+	for id := range s.socketOf {
+		if !running[id] && s.pendingPlace[id] < obs.Now {
+			gone = append(gone, id)
+		}
+	}
+	sort.Ints(gone)
+	for _, id := range gone {
+		s.forget(id)
+	}
+	for id := range running {
+		delete(s.pendingPlace, id)
+	}
+	free := make([][]int, len(obs.FreeCPUs))
+	for i, f := range obs.FreeCPUs {
+		free[i] = append([]int(nil), f...)
+	}
+	for _, j := range obs.Queue {
+		if why := sched.NeverFits(j, s.m); why != "" {
+			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: why})
+			continue
+		}
+		b := s.baselineOf(j)
+		if b < s.opt.MinWays || b > s.opt.Capacity() {
+			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: fmt.Sprintf("dcat baseline %d ways is outside %d..%d", b, s.opt.MinWays, s.opt.Capacity())})
+			continue
+		}
+		order := make([]int, 0, len(free))
+		for sock := range free {
+			if sched.Fits(j, sock, free) {
+				order = append(order, sock)
+			}
+		}
+		sort.SliceStable(order, func(a, c int) bool { return len(free[order[a]]) > len(free[order[c]]) })
+		placed := false
+		var why error
+		for _, sock := range order {
+			cid := s.idOf(j)
+			if err := s.ctl[sock].Add(cid, b); err != nil {
+				why = err
+				continue
+			}
+			s.names[j.ID] = cid
+			s.jobOf[cid] = j.ID
+			s.socketOf[j.ID] = sock
+			s.pendingPlace[j.ID] = obs.Now
+			d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: sock})
+			takeCPUs(j, sock, free)
+			placed = true
+			break
+		}
+		if !placed {
+			if why != nil {
+				d.Log = append(d.Log, fmt.Sprintf("dcat: job %d waits: %v", j.ID, why))
+			}
+			break // FIFO
+		}
+	}
+	samples := make([][]Sample, len(s.ctl))
+	for _, r := range obs.Running {
+		sock, ok := s.socketOf[r.ID]
+		if !ok || r.Last == nil || r.Last == s.lastSeen[r.ID] {
+			continue
+		}
+		s.lastSeen[r.ID] = r.Last
+		l := r.Last
+		loads := l.L1References
+		if loads <= 0 && l.Instructions > 0 {
+			loads = l.LLCReferences // a platform without a load counter
+		}
+		samples[sock] = append(samples[sock], Sample{ID: s.names[r.ID], Instructions: l.Instructions,
+			Cycles: l.Cycles, Loads: loads, LLCRefs: l.LLCReferences, LLCMisses: l.LLCMisses, Interval: l.Interval})
+	}
+	for sock, c := range s.ctl {
+		dec, ok, err := c.Step(obs.Now, samples[sock])
+		if err != nil {
+			d.Log = append(d.Log, "dcat: "+err.Error())
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if dec.Changed {
+			s.Reconfigurations++
+		}
+		s.MovedWays += dec.MovedWays
+		d.ConsolidatedWays += dec.MovedWays
+		if d.DefaultMask == nil {
+			d.DefaultMask = map[int]uint64{}
+		}
+		d.DefaultMask[sock] = dec.HostMask
+		for _, a := range dec.Allocs {
+			id := s.jobOf[a.ID]
+			if s.applied[id] == a.Mask {
+				continue
+			}
+			s.applied[id] = a.Mask
+			d.Allocate = append(d.Allocate, sched.Allocation{Job: id, Socket: sock, Mask: a.Mask, MBA: s.mba, Reason: "dcat-" + a.State.String()})
+		}
+		for _, t := range dec.Transitions {
+			d.Log = append(d.Log, fmt.Sprintf("dcat: job %d (%s) %v -> %v", s.jobOf[t.ID], t.ID, t.From, t.To))
+		}
+	}
+	return d
+}
+
+func (s *Scheduler) forget(id int) {
+	sock, ok := s.socketOf[id]
+	if !ok {
+		return
+	}
+	cid := s.names[id]
+	_ = s.ctl[sock].Remove(cid)
+	delete(s.jobOf, cid)
+	delete(s.names, id)
+	delete(s.socketOf, id)
+	delete(s.lastSeen, id)
+	delete(s.applied, id)
+	delete(s.pendingPlace, id)
+}
+
+// takeCPUs removes the cores job j will use from free[s].
+func takeCPUs(j sched.Job, s int, free [][]int) {
+	if len(j.CPUs) == 0 {
+		free[s] = free[s][min(j.Cores, len(free[s])):]
+		return
+	}
+	pinned := map[int]bool{}
+	for _, c := range j.CPUs {
+		pinned[c] = true
+	}
+	keep := free[s][:0:0]
+	for _, f := range free[s] {
+		if !pinned[f] {
+			keep = append(keep, f)
+		}
+	}
+	free[s] = keep
+}
+
+// ControllerPrefixes are the option prefixes of the online controllers: in a benchmark file
+// compared under several schedulers (colo compare), "dcat.baseline: 3" configures dcat and
+// static-cat only, "vp.window: 3" vp only; plain keys go to whichever scheduler runs.
+var ControllerPrefixes = []string{"dcat.", "static-cat.", "vp.", "lfoc+."}
+
+// ScopedOptions keeps the options meant for a scheduler: plain keys, and keys with one of
+// its own prefixes (stripped); keys with another controller's prefix are dropped.
+func ScopedOptions(o map[string]any, own ...string) map[string]any {
+	out := map[string]any{}
+	// Plain keys first, so that a prefixed key for this scheduler overrides a plain one.
+	for k, v := range o {
+		if prefixOf(k) == "" {
+			out[k] = v
+		}
+	}
+	for k, v := range o {
+		p := prefixOf(k)
+		for _, q := range own {
+			if p != "" && p == q {
+				out[k[len(p):]] = v
+			}
+		}
+	}
+	return out
+}
+
+func prefixOf(k string) string {
+	for _, p := range ControllerPrefixes {
+		if len(k) > len(p) && k[:len(p)] == p {
+			return p
+		}
+	}
+	return ""
+}

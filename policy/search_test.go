@@ -1,0 +1,159 @@
+package policy
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"colo/perfmodel"
+	"colo/profile"
+)
+
+// bruteForce evaluates every clustering (restricted growth strings) and every split of all
+// W ways among its clusters with the full model, as PBBCache's optc-* do, and returns the
+// best (unfairness, STP) under o and the number of solutions.
+func bruteForce(t *testing.T, in Input, o Objective) (bu, bs float64, count int) {
+	n, W := len(in.Apps), in.Machine.LLC.Ways
+	bu, bs = math.Inf(1), math.Inf(-1)
+	first := true
+	rgs := make([]int, n)
+	var rec func(i, k int)
+	rec = func(i, k int) {
+		if i == n {
+			if k > W {
+				return
+			}
+			groups := make([][]int, k)
+			for a, g := range rgs {
+				groups[g] = append(groups[g], a)
+			}
+			compositions(W, k, func(w []int) bool {
+				cl := make([]perfmodel.Cluster, k)
+				for g := range cl {
+					cl[g] = perfmodel.Cluster{Apps: groups[g], Ways: w[g]}
+				}
+				r, err := perfmodel.Evaluate(in.Apps, cl, in.Model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				count++
+				if first || o.Better(r.Unfairness, r.STP, bu, bs) {
+					bu, bs, first = r.Unfairness, r.STP, false
+				}
+				return true
+			})
+			return
+		}
+		for g := 0; g <= k && g < W; g++ {
+			rgs[i] = g
+			nk := k
+			if g == k {
+				nk = k + 1
+			}
+			rec(i+1, nk)
+		}
+	}
+	rec(0, 0)
+	return bu, bs, count
+}
+
+func randomWorkload(rng *rand.Rand, set *profile.Set, n int) []*profile.Table {
+	names := set.Names()
+	out := make([]*profile.Table, n)
+	for i := range out {
+		t, _ := set.Get(names[rng.Intn(len(names))]) // duplicates allowed: distinct instances
+		out[i] = t
+	}
+	return out
+}
+
+// Property (issue 4): the exact search equals brute force on random workloads of up to 8
+// applications drawn from the data set, seeded, for both objectives, with and without a
+// bandwidth model, with one and two workers.
+func TestSearchMatchesBruteForce(t *testing.T) {
+	set, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(20260422))
+	m := skx(t)
+	type tc struct {
+		n     int
+		model perfmodel.Options
+	}
+	cases := []tc{{2, perfmodel.Options{}}, {3, perfmodel.Options{}}, {4, perfmodel.Options{}}, {5, perfmodel.Options{}},
+		{6, perfmodel.Options{}}, {7, perfmodel.Options{}},
+		{3, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 20000}}, {4, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}},
+		{5, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 25000}}, {5, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 12000}},
+		{6, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}}}
+	if !testing.Short() {
+		cases = append(cases, tc{8, perfmodel.Options{}})
+	}
+	for _, c := range cases {
+		in := Input{Machine: m, Apps: randomWorkload(rng, set, c.n), Model: c.model}
+		names := make([]string, c.n)
+		for i, a := range in.Apps {
+			names[i] = a.Name
+		}
+		for _, o := range []Objective{MaxSTP, MinUnf} {
+			bu, bs, count := bruteForce(t, in, o)
+			var prev []uint64
+			for _, jobs := range []int{1, 2} {
+				s, err := Search(in, o, Options{Jobs: jobs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := Evaluate(in, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ok := math.Abs(r.STP-bs) <= 1e-9
+				if o == MinUnf {
+					ok = math.Abs(r.Unfairness-bu) <= 1e-9 && (r.STP >= bs-1e-9)
+				}
+				if !ok {
+					t.Errorf("%v %s obj %d jobs %d: search unf %.9f STP %.9f, brute force (%d solutions) unf %.9f STP %.9f",
+						names, c.model.BW, o, jobs, r.Unfairness, r.STP, count, bu, bs)
+				}
+				masks := s.AppMasks(c.n)
+				if prev != nil && !equalU(prev, masks) {
+					t.Errorf("%v obj %d: 1 and 2 workers differ: %#x vs %#x", names, o, prev, masks)
+				}
+				prev = masks
+			}
+		}
+	}
+}
+
+func equalU(a, b []uint64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// With no bandwidth model the STP objective is additive: the DP is the optimum, so the
+// search explores almost nothing beyond its first dive.
+func TestSearchSTPIsDP(t *testing.T) {
+	set, _ := profile.Default()
+	rng := rand.New(rand.NewSource(7))
+	in := Input{Machine: skx(t), Apps: randomWorkload(rng, set, 10)}
+	s, err := Search(in, MaxSTP, Options{Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes > 1000 {
+		t.Errorf("explored %d nodes, want only ties with the DP optimum", s.Nodes)
+	}
+}
+
+func TestSearchRefusesHugeWorkloads(t *testing.T) {
+	set, _ := profile.Default()
+	rng := rand.New(rand.NewSource(1))
+	in := Input{Machine: skx(t), Apps: randomWorkload(rng, set, MaxOptcApps+1)}
+	if _, err := Run("optc-unf", in, DefaultOptions()); err == nil {
+		t.Error("want an error above MaxOptcApps")
+	}
+}

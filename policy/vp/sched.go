@@ -1,0 +1,259 @@
+package vp
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"colo/machine"
+	"colo/policy/dcat"
+	"colo/sched"
+)
+
+func init() { sched.Register("vp", NewScheduler) }
+
+// Scheduler runs the VP controller behind sched.Scheduler. Jobs are placed FIFO on the socket
+// with the most free cores (VP's initial placement traverses sockets for local cores,
+// seed004.md §1.2); the controller's configurations become allocations (a group with the
+// confined mask and/or the MBA value; back to system/default when neither is set),
+// migrations for socket moves, and system/default keeps every way (VP does not partition).
+//
+// The run loop has no CPU-quota actuator and moves jobs only between sockets, so the
+// cpu-quota and core-move rungs are skipped. The collector gives no L2-miss counter: LLC
+// references (every L2 miss is one) stand in, which makes MF the LLC miss ratio.
+//
+// scheduler.options: period_t (s, 1), hurt_threshold (0.1), window (periods, 2),
+// saturation (0.8), confine_ways (2), mba_floor (machine minimum), priority_weight (weight of
+// priority jobs, 2), mpki_low/mpki_high (2/15), mf_low/mf_high (0.25/0.6); keys may carry the
+// prefix "vp." (dcat.ScopedOptions).
+type Scheduler struct {
+	m        *machine.Profile
+	c        *Controller
+	weight   float64
+	known    map[int]bool
+	lastSeen map[int]*sched.Sample
+	socket   map[int]int
+	applied  map[int][2]int // mask, mba
+	// Reconfigurations counts the ladder actions and undos over the run.
+	Reconfigurations int
+}
+
+// NewScheduler is the sched.Factory of "vp".
+func NewScheduler(env sched.Env) (sched.Scheduler, error) {
+	m := env.Machine
+	opt := DefaultOptions(m)
+	opt.Skip = []Kind{CPUQuota, CoreMove}
+	s := &Scheduler{m: m, weight: 2, known: map[int]bool{}, lastSeen: map[int]*sched.Sample{},
+		socket: map[int]int{}, applied: map[int][2]int{}}
+	opts := dcat.ScopedOptions(env.Config.Options, "vp.")
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := opts[k]
+		f, ok := toFloat(v)
+		if !ok {
+			return nil, fmt.Errorf("vp: scheduler.options.%s = %v is not a number", k, v)
+		}
+		switch k {
+		case "period_t":
+			opt.Period = time.Duration(f * float64(time.Second))
+		case "hurt_threshold":
+			opt.HurtThreshold = f
+		case "window":
+			opt.Window = int(f)
+		case "saturation":
+			opt.Saturation = f
+		case "confine_ways":
+			opt.ConfineWays = int(f)
+		case "mba_floor":
+			opt.MBAFloor = int(f)
+		case "priority_weight":
+			if !(f > 0) {
+				return nil, fmt.Errorf("vp: scheduler.options.priority_weight = %v must be positive", f)
+			}
+			s.weight = f
+		case "mpki_low":
+			opt.MPKILow = f
+		case "mpki_high":
+			opt.MPKIHigh = f
+		case "mf_low":
+			opt.MFLow = f
+		case "mf_high":
+			opt.MFHigh = f
+		default:
+			return nil, fmt.Errorf("vp: unknown scheduler.options key %q (known: period_t, hurt_threshold, window, saturation, confine_ways, mba_floor, priority_weight, mpki_low, mpki_high, mf_low, mf_high)", k)
+		}
+		if (k == "window" || k == "confine_ways" || k == "mba_floor") && f != math.Trunc(f) {
+			return nil, fmt.Errorf("vp: scheduler.options.%s = %v must be a whole number", k, f)
+		}
+	}
+	c, err := New(m, opt)
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
+	return s, nil
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// Name implements sched.Scheduler.
+func (s *Scheduler) Name() string { return "vp" }
+
+// Controller returns the underlying controller.
+func (s *Scheduler) Controller() *Controller { return s.c }
+
+// Tick implements sched.Scheduler.
+func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
+	var d sched.Decisions
+	for _, id := range obs.Finished {
+		if s.known[id] {
+			_ = s.c.Remove(strconv.Itoa(id))
+			delete(s.known, id)
+			delete(s.lastSeen, id)
+			delete(s.applied, id)
+			delete(s.socket, id)
+		}
+	}
+	free := make([][]int, len(obs.FreeCPUs))
+	for i, f := range obs.FreeCPUs {
+		free[i] = append([]int(nil), f...)
+	}
+	for _, j := range obs.Queue {
+		if why := sched.NeverFits(j, s.m); why != "" {
+			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: why})
+			continue
+		}
+		best := -1
+		for sock := range free {
+			if sched.Fits(j, sock, free) && (best < 0 || len(free[sock]) > len(free[best])) {
+				best = sock
+			}
+		}
+		if best < 0 {
+			break
+		}
+		n := j.Cores
+		if len(j.CPUs) > 0 {
+			n = len(j.CPUs)
+		}
+		free[best] = free[best][min(n, len(free[best])):]
+		d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: best})
+	}
+	// Where jobs actually run first (the run loop picks the cores of a move), then newcomers.
+	for _, r := range obs.Running {
+		id := strconv.Itoa(r.ID)
+		if s.known[r.ID] && (r.Socket != s.socket[r.ID] || !sameCores(r.Placed, s.coresOf(id))) {
+			_ = s.c.SetCores(id, r.Placed)
+			s.socket[r.ID] = r.Socket
+		}
+	}
+	var samples []Sample
+	for _, r := range obs.Running {
+		id := strconv.Itoa(r.ID)
+		if !s.known[r.ID] {
+			w := 1.0
+			if r.Priority {
+				w = s.weight
+			}
+			if err := s.c.Add(id, w, r.Placed); err != nil {
+				d.Log = append(d.Log, "vp: "+err.Error())
+				continue
+			}
+			s.known[r.ID] = true
+			s.socket[r.ID] = r.Socket
+		}
+		if r.Last == nil || r.Last == s.lastSeen[r.ID] {
+			continue
+		}
+		s.lastSeen[r.ID] = r.Last
+		l := r.Last
+		samples = append(samples, Sample{ID: id, Instructions: l.Instructions, Cycles: l.Cycles,
+			L2Misses: l.LLCReferences, LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds(),
+			Interval: l.Interval})
+	}
+	dec, ok, err := s.c.Step(obs.Now, samples)
+	if err != nil {
+		d.Log = append(d.Log, "vp: "+err.Error())
+		return d
+	}
+	if !ok {
+		return d
+	}
+	s.Reconfigurations += len(dec.Actions) + len(dec.Undone)
+	for _, u := range dec.Undone {
+		d.Log = append(d.Log, fmt.Sprintf("vp: undo %v (repercussion on %v)", u, u.Repercussions))
+	}
+	for _, a := range dec.Actions {
+		d.Log = append(d.Log, fmt.Sprintf("vp: %v", a))
+	}
+	full := s.m.FullMask()
+	maxMBA := 0
+	if s.m.MBA != nil {
+		maxMBA = s.m.MBA.Max
+	}
+	for _, cfg := range dec.Configs {
+		id, _ := strconv.Atoi(cfg.ID)
+		if !s.known[id] {
+			continue
+		}
+		sock := cfg.socket(s.m)
+		if sock != s.socket[id] {
+			d.Migrate = append(d.Migrate, sched.Migration{Job: id, Socket: sock})
+			s.socket[id] = sock
+			delete(s.applied, id) // the group stays behind
+		}
+		want := [2]int{int(cfg.Mask), cfg.MBA}
+		if cfg.Mask == full && cfg.MBA == maxMBA {
+			want = [2]int{0, 0}
+		}
+		if prev, ok := s.applied[id]; (ok && prev == want) || (!ok && want == [2]int{0, 0}) {
+			continue
+		}
+		s.applied[id] = want
+		d.Allocate = append(d.Allocate, sched.Allocation{Job: id, Socket: sock, Mask: uint64(want[0]), MBA: want[1], Reason: "vp"})
+	}
+	d.DefaultMask = map[int]uint64{}
+	for sock := 0; sock < s.m.Sockets; sock++ {
+		d.DefaultMask[sock] = full
+	}
+	return d
+}
+
+func (s *Scheduler) coresOf(id string) []int {
+	if w, ok := s.c.ws[id]; ok {
+		return w.cfg.Cores
+	}
+	return nil
+}
+
+func sameCores(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x := append([]int(nil), a...)
+	y := append([]int(nil), b...)
+	sort.Ints(x)
+	sort.Ints(y)
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}

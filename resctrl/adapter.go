@@ -1,0 +1,143 @@
+package resctrl
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// Adapter is the narrow per-domain view an execution platform needs (it satisfies
+// colo/platform/linux.RDT): one L3 mask and one MB value per group and domain, task
+// moves that tolerate exited threads, summed monitoring counters. It writes the
+// default group (system/default) but no other agent's groups, and under CDP it sets
+// L3CODE and L3DATA together.
+type Adapter struct {
+	c    *Client
+	root string
+	cdp  bool
+	mb   bool
+}
+
+// OpenAdapter opens the resctrl mount at root (ResolveRoot applied) for a platform.
+func OpenAdapter(root string) (*Adapter, error) {
+	root = ResolveRoot(root)
+	return NewAdapter(New(OSFS{Root: root}, Options{AllowDefault: true}), root)
+}
+
+// NewAdapter wraps a client (for example one on the in-process emulator).
+func NewAdapter(c *Client, root string) (*Adapter, error) {
+	in, err := c.Info()
+	if err != nil {
+		return nil, err
+	}
+	a := &Adapter{c: c, root: root, cdp: in.CDP(), mb: in.Resource("MB") != nil}
+	if in.Resource("L3") == nil && !a.cdp {
+		return nil, fmt.Errorf("resctrl at %s has no L3 cache allocation (resources: %v)", root, names(in))
+	}
+	return a, nil
+}
+
+func names(in *Info) []string {
+	var out []string
+	for _, r := range in.Resources {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// Client returns the underlying client.
+func (a *Adapter) Client() *Client { return a.c }
+
+// Prefix is the name prefix of owned groups.
+func (a *Adapter) Prefix() string { return a.c.Prefix() }
+
+// MonPath is the path of MON group mon under CTRL_MON group ctrl.
+func (a *Adapter) MonPath(ctrl, mon string) string { return MonPath(ctrl, mon) }
+
+// CreateGroup creates an owned group.
+func (a *Adapter) CreateGroup(path string) error { return a.c.CreateGroup(path) }
+
+// RemoveGroup removes an owned group.
+func (a *Adapter) RemoveGroup(path string) error { return a.c.RemoveGroup(path) }
+
+// Exists reports whether a group exists.
+func (a *Adapter) Exists(path string) bool { return a.c.Exists(path) }
+
+// Root is the mount point.
+func (a *Adapter) Root() string { return a.root }
+
+// SetSchemata sets the L3 mask (both CDP halves under CDP) and, when mba > 0, the MB
+// value of one domain, in one all-or-nothing write.
+func (a *Adapter) SetSchemata(path string, domain int, mask uint64, mba int) error {
+	var s Schemata
+	if a.cdp {
+		s = s.Set("L3CODE", domain, mask).Set("L3DATA", domain, mask)
+	} else {
+		s = s.Set("L3", domain, mask)
+	}
+	if mba > 0 {
+		if !a.mb {
+			return fmt.Errorf("resctrl at %s has no MBA; cannot set MB %d on %s", a.root, mba, path)
+		}
+		s = s.Set("MB", domain, uint64(mba))
+	}
+	return a.c.SetSchemata(path, s)
+}
+
+// ReadSchemata returns the L3 mask (L3DATA under CDP) and MB value (0 without MBA) of
+// one domain.
+func (a *Adapter) ReadSchemata(path string, domain int) (mask uint64, mba int, err error) {
+	s, err := a.c.Schemata(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	res := "L3"
+	if a.cdp {
+		res = "L3DATA"
+	}
+	m, ok := s.Get(res, domain)
+	if !ok {
+		return 0, 0, fmt.Errorf("resctrl: %s has no %s domain %d", path, res, domain)
+	}
+	if v, ok := s.Get("MB", domain); ok {
+		mba = int(v)
+	}
+	return m, mba, nil
+}
+
+// Tasks lists the thread IDs in a group.
+func (a *Adapter) Tasks(path string) ([]int, error) { return a.c.Tasks(path) }
+
+// AddTasks moves threads into a group one by one; threads that exited meanwhile (ESRCH,
+// "No task %d") are skipped and counted in gone.
+func (a *Adapter) AddTasks(path string, tids []int) (gone int, err error) {
+	if err := a.c.mustOwn(path); err != nil {
+		return 0, err
+	}
+	for _, t := range tids {
+		if err := a.c.addTasks(path, []int{t}); err != nil {
+			if IsErrno(err, syscall.ESRCH) {
+				gone++
+				continue
+			}
+			return gone, err
+		}
+	}
+	return gone, nil
+}
+
+// MonData sums a group's counters over its L3 domains.
+func (a *Adapter) MonData(path string) (occupancy, mbmTotal, mbmLocal uint64, err error) {
+	md, err := a.c.MonData(path)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, d := range md {
+		occupancy += d.LLCOccupancy
+		mbmTotal += d.MBMTotalBytes
+		mbmLocal += d.MBMLocalBytes
+	}
+	return occupancy, mbmTotal, mbmLocal, nil
+}
+
+// Reconcile removes every owned group (left by a crashed colo) and returns them.
+func (a *Adapter) Reconcile() ([]string, error) { return a.c.Reconcile(nil) }

@@ -1,0 +1,122 @@
+package emu
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// fuseOrSkip skips with the reason when FUSE cannot be used (no /dev/fuse, e.g. an
+// unprivileged container), so that the skip is visible in `go test -v` output.
+func fuseOrSkip(t testing.TB) {
+	t.Helper()
+	if err := FUSEAvailable(); err != nil {
+		t.Skipf("FUSE tests skipped: %v", err)
+	}
+}
+
+// mountFresh mounts one emulator per profile and resets it for every case.
+type mountPool struct {
+	t      *testing.T
+	mounts map[string]*Mounted
+	emus   map[string]*Emulator
+}
+
+func (mp *mountPool) get(t *testing.T, p *Profile) (fileOps, *Emulator) {
+	e, ok := mp.emus[p.Name]
+	if !ok {
+		var err error
+		e, err = New(p, Options{PIDExists: pidExists})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := mp.t.TempDir()
+		m, err := Mount(e, dir)
+		if err != nil {
+			mp.t.Fatalf("mount: %v", err)
+		}
+		mp.mounts[p.Name], mp.emus[p.Name] = m, e
+	}
+	e.Reset()
+	return osOps{root: mp.mounts[p.Name].Dir}, e
+}
+
+func (mp *mountPool) close() {
+	for _, m := range mp.mounts {
+		if err := m.Unmount(); err != nil {
+			mp.t.Errorf("unmount %s: %v", m.Dir, err)
+		}
+	}
+}
+
+// TestConformanceFUSE runs the file-level conformance cases through a real FUSE mount
+// with plain os reads and writes.
+func TestConformanceFUSE(t *testing.T) {
+	fuseOrSkip(t)
+	mp := &mountPool{t: t, mounts: map[string]*Mounted{}, emus: map[string]*Emulator{}}
+	defer mp.close()
+	n := runConformance(t, true, mp.get)
+	if n < 60 {
+		t.Fatalf("only %d file-level cases ran through FUSE", n)
+	}
+	t.Logf("%d file-level conformance cases through FUSE", n)
+}
+
+// TestFUSEShell drives the mount with the shell, like an administrator would.
+func TestFUSEShell(t *testing.T) {
+	fuseOrSkip(t)
+	sh, err := exec.LookPath("bash") // dash reports every failed builtin write as "I/O error"
+	if err != nil {
+		t.Skip("FUSE shell test skipped: no bash")
+	}
+	e, _ := NewNamed("intel", Options{})
+	dir := t.TempDir()
+	m, err := Mount(e, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.Unmount(); err != nil {
+			t.Error(err)
+		}
+	}()
+	run := func(script string) (string, error) {
+		cmd := exec.Command(sh, "-c", script)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("mkdir p0 && echo 'L3:0=f0' > p0/schemata && cat p0/schemata"); err != nil || out != "    L3:0=0f0;1=fff\n    MB:0=100;1=100\n" {
+		t.Fatalf("shell: %q %v", out, err)
+	}
+	out, err := run("echo 'L3:0=f7' > p0/schemata")
+	if err == nil || !strings.Contains(out, "write error: Invalid argument") {
+		t.Fatalf("bad mask via shell: %q %v", out, err)
+	}
+	if out, _ := run("cat info/last_cmd_status"); out != "The mask f7 has non-consecutive 1-bits\n" {
+		t.Fatalf("last_cmd_status %q", out)
+	}
+	if out, err := run("ls"); err != nil || !strings.Contains(out, "info") || !strings.Contains(out, "p0") || !strings.Contains(out, "schemata") {
+		t.Fatalf("ls: %q %v", out, err)
+	}
+	if out, err := run("rmdir p0 && ls"); err != nil || strings.Contains(out, "p0") {
+		t.Fatalf("rmdir: %q %v", out, err)
+	}
+	// flock(LOCK_EX) on the root works.
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock: %v", err)
+	}
+	g, _ := os.Open(dir)
+	defer g.Close()
+	if err := syscall.Flock(int(g.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != syscall.EWOULDBLOCK {
+		t.Fatalf("second flock: %v, want EWOULDBLOCK", err)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+}

@@ -1,0 +1,343 @@
+package emu
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"colo/machine"
+)
+
+// CacheRes is one cache-allocation resource (L3 or L2) as the hardware enumerates it.
+type CacheRes struct {
+	Level int // 3 or 2
+	// Domains is the number of cache instances (resctrl domain ids 0..Domains-1).
+	Domains int
+	// CBMLen is the number of bits in the capacity bitmask (info/*/cbm_mask has CBMLen ones).
+	CBMLen int
+	// MinCBMBits is info/*/min_cbm_bits: 1 on Intel and MPAM, 0 on AMD.
+	MinCBMBits int
+	// Sparse is info/*/sparse_masks: non-contiguous masks accepted (AMD, MPAM).
+	Sparse bool
+	// ShareableBits is info/*/shareable_bits (bits used by other agents, e.g. I/O).
+	ShareableBits uint64
+	// NumCLOSIDs is the hardware CLOSID count of this resource (halved under CDP).
+	NumCLOSIDs int
+	// SizeBytes is the capacity of one cache instance (for the size file and ways↔bytes).
+	SizeBytes uint64
+	// CDPCapable: the hardware supports code/data prioritisation. The kernel then
+	// reserves the width of the CODE/DATA suffix when aligning schemata names even
+	// without the cdp mount option ("    L3:0=ff").
+	CDPCapable bool
+}
+
+// BWRes is a memory-bandwidth resource (MB, or SMBA on AMD).
+type BWRes struct {
+	Domains     int
+	Min         uint32 // info/MB/min_bandwidth
+	Max         uint32 // largest accepted value (100 % on Intel/MPAM, 2048 on AMD)
+	Gran        uint32 // info/MB/bandwidth_gran
+	DelayLinear bool   // info/MB/delay_linear
+	// ThrottleMode is info/MB/thread_throttle_mode ("max" or "per-thread"); empty means the
+	// file is absent (AMD, MPAM).
+	ThrottleMode string
+	NumCLOSIDs   int
+	// NeedsLinear: the architecture rejects non-linear delay scales (Intel).
+	NeedsLinear bool
+}
+
+// MonRes is the L3 monitoring capability (info/L3_MON).
+type MonRes struct {
+	NumRMIDs int
+	// Features is info/L3_MON/mon_features, e.g. llc_occupancy, mbm_total_bytes, mbm_local_bytes.
+	Features []string
+	// MaxThresholdOccupancy is the limbo threshold in bytes (info/L3_MON/max_threshold_occupancy).
+	MaxThresholdOccupancy uint64
+}
+
+// Profile is the hardware and mount configuration the emulator presents.
+type Profile struct {
+	Name   string
+	Vendor machine.Vendor
+	// CPUs is the number of online CPUs (logical); they are spread evenly over L3 domains.
+	CPUs int
+	L3   *CacheRes
+	L2   *CacheRes
+	MB   *BWRes
+	SMBA *BWRes
+	Mon  *MonRes
+	// CDP and CDPL2 are the cdp / cdpl2 mount options (L3CODE/L3DATA, L2CODE/L2DATA).
+	CDP, CDPL2 bool
+	// MBAMBps is the mba_MBps mount option: MB values are MiB/s for the software controller.
+	MBAMBps bool
+	// Padded selects the older kernels' read format: zero-padded masks (%0*x) and
+	// space-padded MB values (%*u). Newer kernels print both unpadded.
+	Padded bool
+}
+
+// Validate checks that the profile can be emulated.
+func (p *Profile) Validate() error {
+	var errs []string
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	if p.CPUs < 1 || p.CPUs > 4096 {
+		bad("CPUs %d out of 1..4096", p.CPUs)
+	}
+	if p.L3 == nil && p.L2 == nil && p.MB == nil && p.SMBA == nil {
+		bad("no allocation resource (L3, L2, MB or SMBA)")
+	}
+	for _, c := range []*CacheRes{p.L3, p.L2} {
+		if c == nil {
+			continue
+		}
+		if c.CBMLen < 1 || c.CBMLen > 32 {
+			bad("L%d cbm length %d out of 1..32 (the kernel stores CBMs in a u32)", c.Level, c.CBMLen)
+		}
+		if c.Domains < 1 {
+			bad("L%d needs at least one domain", c.Level)
+		}
+		if c.NumCLOSIDs < 1 {
+			bad("L%d num_closids must be >= 1", c.Level)
+		}
+		if c.MinCBMBits < 0 || c.MinCBMBits > c.CBMLen {
+			bad("L%d min_cbm_bits %d out of 0..%d", c.Level, c.MinCBMBits, c.CBMLen)
+		}
+	}
+	if p.CDP && p.L3 == nil {
+		bad("cdp needs L3")
+	}
+	if p.CDPL2 && p.L2 == nil {
+		bad("cdpl2 needs L2")
+	}
+	for _, b := range []*BWRes{p.MB, p.SMBA} {
+		if b == nil {
+			continue
+		}
+		if b.Domains < 1 || b.NumCLOSIDs < 1 || b.Gran < 1 || b.Max < b.Min {
+			bad("bandwidth resource: domains %d, closids %d, gran %d, range %d..%d invalid", b.Domains, b.NumCLOSIDs, b.Gran, b.Min, b.Max)
+		}
+	}
+	if p.MBAMBps && (p.MB == nil || p.Mon == nil) {
+		bad("mba_MBps needs MB and L3 monitoring")
+	}
+	if p.Mon != nil && p.Mon.NumRMIDs < 1 {
+		bad("num_rmids must be >= 1")
+	}
+	if p.Mon != nil && p.L3 == nil {
+		bad("L3 monitoring needs an L3 cache")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("emulator profile %q: %s", p.Name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Clone returns a deep copy that can be changed without touching p.
+func (p *Profile) Clone() *Profile {
+	c := *p
+	if p.L3 != nil {
+		x := *p.L3
+		c.L3 = &x
+	}
+	if p.L2 != nil {
+		x := *p.L2
+		c.L2 = &x
+	}
+	if p.MB != nil {
+		x := *p.MB
+		c.MB = &x
+	}
+	if p.SMBA != nil {
+		x := *p.SMBA
+		c.SMBA = &x
+	}
+	if p.Mon != nil {
+		x := *p.Mon
+		x.Features = append([]string(nil), p.Mon.Features...)
+		c.Mon = &x
+	}
+	return &c
+}
+
+var allMonFeatures = []string{"llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"}
+
+// Variants understood by ProfileFromMachine, comma separated.
+const (
+	VariantCDP      = "cdp"      // mount -o cdp
+	VariantNoMBA    = "nomba"    // drop the MB resource
+	VariantMBps     = "mbps"     // mount -o mba_MBps
+	VariantSMBA     = "smba"     // add AMD SMBA (Genoa and later)
+	VariantNoMon    = "nomon"    // no L3 monitoring
+	VariantUnpadded = "unpadded" // newer kernels' unpadded read format
+	VariantL2       = "l2"       // add an L2 CAT resource (8-bit masks, one instance per two cores)
+)
+
+// ProfileFromMachine derives the emulated resctrl of a machine profile. The variant is a
+// comma-separated list of VariantCDP, VariantNoMBA, VariantMBps, VariantSMBA,
+// VariantNoMon, VariantUnpadded, VariantL2 (empty for the machine as built).
+//
+// Vendor rules (../shared/research/anchors.md §4.5): Intel MB is a percentage with
+// min = gran = the machine's step and a per-thread throttle mode; AMD MB is in 1/8 GB/s,
+// min 0, gran 1, 2048 = unlimited, masks sparse with min_cbm_bits 0; Arm MPAM masks are
+// sparse with min_cbm_bits 1, all bits shareable, MB in percent with min = gran.
+func ProfileFromMachine(m *machine.Profile, variant string) (*Profile, error) {
+	if m == nil {
+		return nil, fmt.Errorf("emu: nil machine profile")
+	}
+	p := &Profile{
+		Name:   m.Name,
+		Vendor: m.Vendor,
+		CPUs:   m.Cores() * max(m.ThreadsPerCore, 1),
+		Padded: true,
+	}
+	if variant != "" {
+		p.Name += "+" + variant
+	}
+	p.L3 = &CacheRes{
+		Level:         3,
+		Domains:       m.LLCDomains(),
+		CBMLen:        m.LLC.Ways,
+		MinCBMBits:    m.CAT.MinCBMBits,
+		Sparse:        m.CAT.SparseMasks,
+		ShareableBits: m.CAT.ShareableBits,
+		NumCLOSIDs:    m.CAT.NumCLOSIDs,
+		SizeBytes:     uint64(m.LLC.SizeBytes),
+		// Intel server parts since Broadwell and AMD Zen support L3 CDP; MPAM is
+		// modelled without it.
+		CDPCapable: m.Vendor != machine.Arm || m.CAT.CDP,
+	}
+	if m.Vendor == machine.AMD {
+		p.L3.MinCBMBits = 0
+		p.L3.Sparse = true
+	}
+	if m.Vendor == machine.Arm {
+		p.L3.MinCBMBits = 1
+		p.L3.Sparse = true
+		p.L3.ShareableBits = uint64(1)<<uint(p.L3.CBMLen) - 1
+	}
+	if m.MBA != nil {
+		p.MB = bwFor(m.Vendor, m.MBA, p.L3.Domains)
+	}
+	if m.NumRMIDs > 0 {
+		p.Mon = &MonRes{
+			NumRMIDs:              m.NumRMIDs,
+			Features:              append([]string(nil), allMonFeatures...),
+			MaxThresholdOccupancy: uint64(m.LLC.SizeBytes) / uint64(m.LLC.Ways) / 8,
+		}
+	}
+	for _, v := range strings.Split(variant, ",") {
+		switch strings.TrimSpace(v) {
+		case "":
+		case VariantCDP:
+			p.CDP = true
+		case VariantNoMBA:
+			p.MB = nil
+		case VariantMBps:
+			p.MBAMBps = true
+		case VariantSMBA:
+			if m.Vendor != machine.AMD {
+				return nil, fmt.Errorf("emu: variant smba exists on AMD only, machine %s is %s", m.Name, m.Vendor)
+			}
+			p.SMBA = &BWRes{Domains: p.L3.Domains, Min: 0, Max: 2048, Gran: 1, NumCLOSIDs: m.CAT.NumCLOSIDs}
+		case VariantNoMon:
+			p.Mon = nil
+		case VariantUnpadded:
+			p.Padded = false
+		case VariantL2:
+			p.L2 = &CacheRes{Level: 2, Domains: max(p.CPUs/2, 1), CBMLen: 8, MinCBMBits: p.L3.MinCBMBits,
+				Sparse: p.L3.Sparse, NumCLOSIDs: p.L3.NumCLOSIDs, SizeBytes: 1 << 20}
+		default:
+			return nil, fmt.Errorf("emu: unknown variant %q (known: cdp, nomba, mbps, smba, nomon, unpadded, l2)", v)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func bwFor(v machine.Vendor, m *machine.MBA, domains int) *BWRes {
+	switch v {
+	case machine.AMD:
+		return &BWRes{Domains: domains, Min: 0, Max: 2048, Gran: 1, NumCLOSIDs: m.NumCLOSIDs}
+	case machine.Arm:
+		g := uint32(max(m.Gran, 1))
+		return &BWRes{Domains: domains, Min: g, Max: 100, Gran: g, DelayLinear: true, NumCLOSIDs: m.NumCLOSIDs}
+	default:
+		g := uint32(max(m.Gran, 1))
+		return &BWRes{Domains: domains, Min: g, Max: 100, Gran: g, DelayLinear: true, // Intel SKUs with a non-linear table are not modelled
+			ThrottleMode: "per-thread", NumCLOSIDs: m.NumCLOSIDs, NeedsLinear: true}
+	}
+}
+
+// mpamMachine is an Arm Neoverse-class server with MPAM: 64 cores, 2 L3 (SLC) partitions.
+// No Arm machine ships in colo/machine yet; this geometry is illustrative (anchors.md §4.5).
+func mpamMachine() *machine.Profile {
+	return &machine.Profile{
+		Name: "mpam-n2", Vendor: machine.Arm, Sockets: 1, CoresPerSocket: 64, ThreadsPerCore: 1,
+		LLC: machine.Cache{SizeBytes: 32 << 20, Ways: 16, DomainsPerSocket: 2, LineBytes: 64},
+		CAT: machine.CAT{NumCLOSIDs: 32, MinCBMBits: 1, SparseMasks: true},
+		MBA: &machine.MBA{Min: 5, Max: 100, Gran: 5, Unit: machine.MBAPercent, NumCLOSIDs: 32, DelayLinear: true},
+		// MPAM monitors (PMG x PARTID) are scarce on current parts (inferred, anchors.md §4.5).
+		NumRMIDs: 16, MemBWPerSocketMBps: 150000,
+	}
+}
+
+// named profiles: name -> (machine, variant).
+var named = map[string][2]string{
+	"intel":         {"icx-4314-2s", ""},
+	"intel-cdp":     {"icx-4314-2s", VariantCDP},
+	"intel-mbps":    {"icx-4314-2s", VariantMBps},
+	"intel-nomba":   {"xeon-e2378", ""},
+	"intel-l2":      {"icx-4314-2s", VariantL2},
+	"intel-skx":     {"skx-6138", ""},
+	"intel-bdw":     {"bdw-2697v4", ""},
+	"intel-newfmt":  {"icx-4314-2s", VariantUnpadded},
+	"amd":           {"epyc-7543", ""},
+	"amd-smba":      {"epyc-7543", VariantSMBA},
+	"amd-cdp":       {"epyc-7543", VariantCDP},
+	"mpam":          {"", ""},
+	"mpam-unpadded": {"", VariantUnpadded},
+}
+
+// ProfileNames lists the built-in emulator profiles.
+func ProfileNames() []string {
+	out := make([]string, 0, len(named))
+	for n := range named {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ConformanceProfiles are the vendor profiles the conformance suite runs against.
+func ConformanceProfiles() []string {
+	return []string{"intel", "intel-cdp", "intel-mbps", "intel-nomba", "amd", "amd-smba", "mpam"}
+}
+
+// NamedProfile returns a built-in profile: a vendor profile name (see ProfileNames), or
+// a machine name from colo/machine optionally followed by "+variant" (e.g. "skx-6138+cdp").
+func NamedProfile(name string) (*Profile, error) {
+	if nv, ok := named[name]; ok {
+		var m *machine.Profile
+		if nv[0] == "" {
+			m = mpamMachine()
+		} else {
+			var err error
+			if m, err = machine.Get(nv[0]); err != nil {
+				return nil, err
+			}
+		}
+		p, err := ProfileFromMachine(m, nv[1])
+		if err != nil {
+			return nil, err
+		}
+		p.Name = name
+		return p, nil
+	}
+	mn, variant, _ := strings.Cut(name, "+")
+	m, err := machine.Get(mn)
+	if err != nil {
+		return nil, fmt.Errorf("unknown emulator profile %q (known: %s, or a machine name [+variant])", name, strings.Join(ProfileNames(), ", "))
+	}
+	return ProfileFromMachine(m, variant)
+}

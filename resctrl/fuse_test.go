@@ -1,0 +1,40 @@
+package resctrl_test
+
+import (
+	"testing"
+
+	"colo/resctrl"
+	"colo/resctrl/emu"
+)
+
+// overFUSE mounts a fresh emulator and gives a client on the mount (plain OS files).
+func overFUSE(t *testing.T, profile string) world {
+	if err := emu.FUSEAvailable(); err != nil {
+		t.Skipf("FUSE client tests skipped: %v", err)
+	}
+	e, err := emu.NewNamed(profile, emu.Options{PIDExists: func(p int) bool { return p > 0 && p < 100000 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	m, err := emu.Mount(e, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+	})
+	fs := resctrl.OSFS{Root: dir}
+	return world{c: resctrl.New(fs, resctrl.Options{}), e: e, fs: fs}
+}
+
+func TestClientFUSE(t *testing.T) {
+	if err := emu.FUSEAvailable(); err != nil {
+		t.Skipf("FUSE client tests skipped: %v", err)
+	}
+	for _, ct := range clientTests {
+		t.Run(ct.name, func(t *testing.T) { ct.run(t, overFUSE) })
+	}
+}
