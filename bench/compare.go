@@ -77,14 +77,20 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 	rep := &Report{Benchmark: bm.Name, File: bm.File, Machine: bm.Machine.Name, Platform: bm.Platform,
 		TraceSeed: bm.TraceSeed, Jobs: len(bm.Jobs), MaxT: bm.MaxT.Seconds()}
 	for _, name := range names {
-		cfg := bm.Sched
-		cfg.Implementation = name
-		s, err := sched.New(name, sched.Env{Machine: bm.Machine, Config: cfg})
+		// the platform first: on linux it detects the host, whose geometry the scheduler
+		// and the report must use (not the YAML's machine:)
+		pf, err := NewPlatform(bm)
 		if err != nil {
 			return nil, err
 		}
-		pf, err := NewPlatform(bm)
+		rep.Machine = pf.Machine().Name
+		cfg := bm.Sched
+		cfg.Implementation = name
+		env := sched.Env{Machine: pf.Machine(), Config: cfg}
+		env.IPCEUnavailable = IPCEUnavailable(pf)
+		s, err := sched.New(name, env)
 		if err != nil {
+			pf.Close()
 			return nil, err
 		}
 		var rec Recorder = Discard{}
@@ -115,6 +121,9 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 			wall = opt.Wall().Sub(t0)
 		}
 		sum := Summarize(res, wall)
+		if env.IPCEUnavailable != "" {
+			sum.Notes = append(sum.Notes, "IPC/IPCE unavailable on this platform ("+env.IPCEUnavailable+"): IPCE results are empty, and schedulers that probe allocations (dynamic) do not")
+		}
 		if err := finish(sum); err != nil {
 			return nil, err
 		}
@@ -183,6 +192,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("wall time", func(s Summary) string { return fmt.Sprintf("%.2f s", s.WallSeconds) })
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, s := range r.Schedulers {
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "%s: note: %s\n", s.Name, n)
+		}
 	}
 	for _, c := range r.Comparison {
 		fmt.Fprintf(w, "%s vs %s: priority IPCE %+.1f %% (%+.2f pp), batch IPCE %+.1f %% (%+.2f pp), global IPCE %+.1f %% (%+.2f pp)\n",

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"colo/machine"
 	"colo/metric"
 	"colo/probe"
 	"colo/sched"
@@ -98,6 +99,7 @@ type Result struct {
 
 type runner struct {
 	bm      *Benchmark
+	m       *machine.Profile // the platform's machine (on linux the detected host)
 	pf      Platform
 	sch     sched.Scheduler
 	rec     Recorder
@@ -163,7 +165,7 @@ func Run(bm *Benchmark, pf Platform, sch sched.Scheduler, opt Options) (*Result,
 			return nil, &Error{File: bm.Jobs[i].Source, Msg: fmt.Sprintf("job %s: %v", bm.Jobs[i].Name, err)}
 		}
 	}
-	r := &runner{bm: bm, pf: pf, sch: sch, rec: opt.Recorder, warn: opt.Warn, byID: map[int]*rjob{},
+	r := &runner{bm: bm, m: pf.Machine(), pf: pf, sch: sch, rec: opt.Recorder, warn: opt.Warn, byID: map[int]*rjob{},
 		busy: map[int]int{}, res: &Result{Scheduler: sch.Name()}, defMask: map[int]uint64{}}
 	if r.rec == nil {
 		r.rec = Discard{}
@@ -173,7 +175,7 @@ func Run(bm *Benchmark, pf Platform, sch sched.Scheduler, opt Options) (*Result,
 		r.jobs = append(r.jobs, j)
 		r.byID[j.spec.ID] = j
 	}
-	m := bm.Machine
+	m := r.m
 	for s := 0; s < m.Sockets; s++ {
 		r.defMask[s] = m.FullMask()
 	}
@@ -277,8 +279,8 @@ func (r *runner) loop() error {
 		if bm.MaxT > 0 {
 			next = min(next, bm.MaxT)
 		}
-		if next <= now {
-			next = now + time.Millisecond
+		if cur := pf.Now(); next <= cur { // starts and reads take platform time (linux)
+			next = cur + time.Millisecond
 		}
 		if err := pf.Advance(next); err != nil {
 			return fmt.Errorf("platform: %w", err)
@@ -339,7 +341,9 @@ func (r *runner) setLive(j *rjob, on bool) {
 	}
 }
 
-// collect takes one collector sample of j covering (lastT, now].
+// collect takes one collector sample of j, due at now. The sample covers (lastT, t],
+// t being the platform's time when the counters were read: on linux, starting other
+// jobs and reading their counters takes time since the loop's turn began.
 func (r *runner) collect(j *rjob, now time.Duration) {
 	freq := j.spec.Data.Frequency
 	if freq <= 0 {
@@ -356,6 +360,7 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 		r.warnf("job %s: reading counters: %v", j.spec.Name, err)
 		return
 	}
+	now = max(now, r.pf.Now())
 	d := sched.Sample{Interval: now - j.lastT, At: now,
 		Instructions: c.Instructions - j.last.Instructions, Cycles: c.Cycles - j.last.Cycles,
 		StallsTotal: c.StallsTotal - j.last.StallsTotal, StallsL3Miss: c.StallsL3Miss - j.last.StallsL3Miss,
@@ -427,7 +432,7 @@ func (r *runner) finish(j *rjob, state, reason string) {
 }
 
 func (r *runner) freeCPUs() [][]int {
-	m := r.bm.Machine
+	m := r.m
 	out := make([][]int, m.Sockets)
 	for c := 0; c < m.Cores(); c++ {
 		if _, b := r.busy[c]; !b {
@@ -501,6 +506,9 @@ func (r *runner) schedule(now time.Duration) bool {
 		for _, c := range cpus {
 			r.busy[c] = j.spec.ID
 		}
+		// the job runs from when Start returned: a container start takes ~0.5 s on
+		// linux (the simulator's Start takes no time)
+		now := r.pf.Now()
 		j.cpus, j.socket, j.start, j.state = cpus, p.Socket, now, StateRunning
 		r.setLive(j, true)
 		j.lastT, j.last = now, Counters{}
@@ -610,7 +618,7 @@ func (r *runner) pickCPUs(j *rjob, socket int) ([]int, bool) {
 	}
 	if len(j.spec.CPUs) > 0 {
 		for _, c := range j.spec.CPUs {
-			if _, b := r.busy[c]; b || r.bm.Machine.SocketOfCore(c) != socket {
+			if _, b := r.busy[c]; b || r.m.SocketOfCore(c) != socket {
 				return nil, false
 			}
 		}
@@ -679,7 +687,7 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 }
 
 func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[int]uint64 {
-	m := r.bm.Machine
+	m := r.m
 	out := map[int]uint64{}
 	for s := 0; s < m.Sockets; s++ {
 		out[s] = m.FullMask()
@@ -794,6 +802,7 @@ func (r *runner) beginSegment(j *rjob, now time.Duration) {
 		r.endProbe(j)
 		return
 	}
+	now = max(now, r.pf.Now()) // the segment starts once its allocation is in place
 	p.combo, p.mask = c, mask
 	p.segStart, p.segEnd = now, now+p.req.Config.SegmentTime()
 	p.next = now + p.req.Config.Frequency
@@ -812,7 +821,7 @@ func (r *runner) stepProbe(j *rjob, now time.Duration) {
 				p.ipcSum += ipc
 				p.ipcN++
 			}
-			p.last, p.lastT = c, now
+			p.last, p.lastT = c, max(now, r.pf.Now()) // timestamped when read
 		}
 		for p.next <= now {
 			p.next += p.req.Config.Frequency

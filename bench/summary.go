@@ -44,6 +44,9 @@ type Summary struct {
 	Samples          int     `json:"samples"`
 	VirtualSeconds   float64 `json:"virtual_seconds"`
 	WallSeconds      float64 `json:"wall_seconds"`
+	// Notes say what the run could not do on its platform (e.g. IPCE unavailable); the
+	// key is absent when there is nothing to say.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Summarize computes the headline of a run.
@@ -142,8 +145,12 @@ func marshalNullNaN(v any) ([]byte, error) {
 	b.WriteByte('{')
 	for i := 0; i < rt.NumField(); i++ {
 		f := rt.Field(i)
-		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		tag := strings.Split(f.Tag.Get("json"), ",")
+		name := tag[0]
 		if name == "" || name == "-" {
+			continue
+		}
+		if len(tag) > 1 && tag[1] == "omitempty" && rv.Field(i).IsZero() {
 			continue
 		}
 		if b.Len() > 1 {

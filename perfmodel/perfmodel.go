@@ -167,49 +167,80 @@ func moradShare(d, a float64) float64 {
 //
 //	c_i·u_i² + c_i·(1 − U)·u_i + (1 − U) = 0,   c_i = 1 − 1/x_i,
 //
-// and return F_i = x_i/u_i. It applies whether or not Σb_i exceeds B. For fixed U each
-// quadratic has exactly one positive root u_i(U) (c_i < 0), increasing in 1 − U, so
-// g(U) = Σu_i(U) − U is strictly decreasing from g(0) > 0 to g(1) = −1: the physical root
-// is unique and found here by bisection (PBBCache runs a Newton solver instead; see
-// OversubscribedWarning). F_i = 1 for b_i = 0 and for a single application. A demand b_i ≥ B is
-// outside the model: error.
+// and return F_i = x_i/u_i (MoradFactorAt at the root U, MoradRoot). It applies whether or
+// not Σb_i exceeds B. F_i = 1 for b_i = 0 and for a single application. A demand b_i ≥ B
+// is outside the model: error.
 func MoradFactors(dst, demands []float64, limit float64) ([]float64, error) {
 	dst = ones(dst, len(demands))
 	if noLimit(limit) {
 		return dst, nil
 	}
-	var dbuf [32]float64
-	d := dbuf[:0]
-	if len(demands) > len(dbuf) {
-		d = make([]float64, 0, len(demands))
-	}
-	active := 0
-	for _, b := range demands {
-		x := b / limit
-		if x >= 1 {
-			return nil, fmt.Errorf("morad bandwidth model: a solo demand of %.0f MB/s is not below the limit %.0f MB/s; raise --max-bw", b, limit)
-		}
-		if x > 0 {
-			active++
-			d = append(d, 1/x-1)
-		} else {
-			d = append(d, math.Inf(1))
-		}
+	U, active, err := MoradRoot(demands, limit)
+	if err != nil {
+		return nil, err
 	}
 	if active <= 1 {
 		return dst, nil
 	}
+	for i, b := range demands {
+		if b > 0 {
+			dst[i] = MoradFactorAt(b/limit, U)
+		}
+	}
+	return dst, nil
+}
+
+// MoradFactorAt is one application's Morad factor F = x/u at a given total U, where u is
+// the positive root of its quadratic (MODEL.md §4.2). For fixed x it increases with U
+// (u(x, U) decreases as 1 − U shrinks), which the exact search uses for its bounds.
+func MoradFactorAt(x, U float64) float64 {
+	if x <= 0 {
+		return 1
+	}
+	return x / moradShare(1/x-1, 1-U)
+}
+
+// MoradRoot returns the physical total U of the Morad system for the demands (and the
+// number of applications with a positive demand). For fixed U each quadratic has exactly
+// one positive root u_i(U) (c_i < 0), increasing in 1 − U and in x_i, so
+// g(U) = Σu_i(U) − U is strictly decreasing from g(0) > 0 to g(1) = −1: the root is unique
+// and found by bisection (PBBCache runs a Newton solver instead; see OversubscribedWarning).
+// It is increasing in every demand. With fewer than two active applications U = Σx_i.
+func MoradRoot(demands []float64, limit float64) (U float64, active int, err error) {
+	lo, hi, active, err := MoradBracket(demands, limit, 200)
+	return (lo + hi) / 2, active, err
+}
+
+// MoradBracket brackets the root of MoradRoot after at most iters bisection steps:
+// lo ≤ U ≤ hi (lo = hi = Σx_i with fewer than two active applications). A few dozen steps
+// give a lower bound of U that is good to ~1e-8, which is all the exact search needs.
+func MoradBracket(demands []float64, limit float64, iters int) (lo, hi float64, active int, err error) {
+	var dbuf [32]float64
+	d := dbuf[:0]
+	sum := 0.0
+	for _, b := range demands {
+		x := b / limit
+		if x >= 1 {
+			return 0, 0, 0, fmt.Errorf("morad bandwidth model: a solo demand of %.0f MB/s is not below the limit %.0f MB/s; raise --max-bw", b, limit)
+		}
+		if x > 0 {
+			active++
+			sum += x
+			d = append(d, 1/x-1)
+		}
+	}
+	if active <= 1 {
+		return sum, sum, active, nil
+	}
 	g := func(U float64) float64 {
 		s := -U
 		for _, di := range d {
-			if !math.IsInf(di, 1) {
-				s += moradShare(di, 1-U)
-			}
+			s += moradShare(di, 1-U)
 		}
 		return s
 	}
-	lo, hi := 0.0, 1.0
-	for it := 0; it < 200 && hi-lo > 1e-15; it++ {
+	lo, hi = 0.0, 1.0
+	for it := 0; it < iters && hi-lo > 1e-15; it++ {
 		mid := (lo + hi) / 2
 		if g(mid) > 0 {
 			lo = mid
@@ -217,15 +248,7 @@ func MoradFactors(dst, demands []float64, limit float64) ([]float64, error) {
 			hi = mid
 		}
 	}
-	U := (lo + hi) / 2
-	for i, di := range d {
-		if math.IsInf(di, 1) {
-			continue
-		}
-		x := demands[i] / limit
-		dst[i] = x / moradShare(di, 1-U)
-	}
-	return dst, nil
+	return lo, hi, active, nil
 }
 
 // StallsFactor is the stall-weighted Morad factor (MODEL.md §4.3): only the memory-bound

@@ -294,3 +294,31 @@ func TestEvaluateMasksAgrees(t *testing.T) {
 		t.Errorf("overlap shares %v, %v", ov.Apps[0].Share, ov.Apps[1].Share)
 	}
 }
+
+// The properties the exact search's bounds rest on: the Morad root grows with every
+// demand, and one application's factor grows with U at a fixed demand.
+func TestMoradMonotone(t *testing.T) {
+	base := []float64{3000, 7000, 1200, 4500}
+	U0, _, err := MoradRoot(base, 20000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range base {
+		up := append([]float64(nil), base...)
+		up[i] *= 1.3
+		U1, _, _ := MoradRoot(up, 20000)
+		if !(U1 > U0) {
+			t.Errorf("raising demand %d: U %v → %v, want larger", i, U0, U1)
+		}
+	}
+	for _, x := range []float64{0.01, 0.1, 0.3, 0.6} {
+		prev := 0.0
+		for U := 0.05; U < 1; U += 0.05 {
+			f := MoradFactorAt(x, U)
+			if f < prev {
+				t.Errorf("x=%v: factor falls from %v to %v as U rises to %v", x, prev, f, U)
+			}
+			prev = f
+		}
+	}
+}

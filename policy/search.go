@@ -13,7 +13,7 @@ import (
 )
 
 // MaxOptcApps is the largest workload the exact clustering search accepts: its tables
-// take about 5·W·8·2^n bytes (about 0.5 GB at n = 20 on 11 ways, 2 GB at 22).
+// take about 4·W·8·2^n bytes (about 0.4 GB at n = 20 on 11 ways, 1.6 GB at 22).
 const MaxOptcApps = 22
 
 // OptcSTP is the STP-optimal clustering over every clustering and way split (PBBCache
@@ -44,7 +44,10 @@ func (t *clusterTable) at(c, k int) (inv, mx, mn float64) {
 	return t.data[b], t.data[b+t.W], t.data[b+2*t.W]
 }
 
-func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, tick func(int64)) *clusterTable {
+// With a bandwidth model, lowF and highF(i, f) bound application i's bandwidth factor at
+// share f (bandwidthBounds): Σ 1/S and max S are taken of S·lowF and min S of S·highF,
+// which keeps them valid bounds of the final values (final S = S·F).
+func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, lowF, highF func(i int, f float64) float64, jobs int, tick func(int64)) *clusterTable {
 	n := len(apps)
 	N := 1 << uint(n)
 	t := &clusterTable{n: n, W: W, stride: W}
@@ -70,8 +73,16 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, 
 				inv, mx, mn := 0.0, math.Inf(-1), math.Inf(1)
 				for j, f := range s {
 					x := profile.Interp(sd[idx[j]], f)
+					if lowF == nil {
+						mn = math.Min(mn, x)
+					} else {
+						if needMinMax {
+							mn = math.Min(mn, x*highF(idx[j], f))
+						}
+						x *= lowF(idx[j], f)
+					}
 					inv += 1 / x
-					mx, mn = math.Max(mx, x), math.Min(mn, x)
+					mx = math.Max(mx, x)
 				}
 				t.data[base+k-1] = inv
 				if needMinMax {
@@ -101,7 +112,10 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, 
 // slowdown of an application depends only on its own cluster. Nothing here assumes the
 // curves are monotone in ways (42 of the 55 slowdown curves of the data set are not):
 // every (c, k) is enumerated. Cost: Σ_R 2^{|R|−1} = (3^n − 1)/2 cluster choices, each
-// combined with W(W−1)/2 way pairs. Rows of one R are stored together (stride 2(W+1)).
+// combined with W(W−1)/2 way pairs. Only sets without application 0 are needed — the
+// search always places application 0 first, so no remaining set ever contains it — which
+// cuts the cost to (3^{n−1} − 1)/2 and the memory by half (rows indexed by R/2). Rows of
+// one R are stored together (stride 2(W+1)).
 //
 // The minimum slowdown is bounded more cheaply, without a DP over ways:
 //
@@ -109,7 +123,7 @@ func buildClusterTable(apps []*profile.Table, W int, needMinMax bool, jobs int, 
 //
 // valid because every application's slowdown at any share f is at most the maximum of its
 // (piecewise-linear, MODEL.md §3.2) curve, so the smallest slowdown in R is at most the
-// smallest of those maxima. It is nearly exact in practice: the least slowed-down
+// smallest of those maxima (times the largest bandwidth factor, hiMax, with a model). It is nearly exact in practice: the least slowed-down
 // application is usually a light-sharing one whose whole curve is close to 1.
 type boundTables struct {
 	W, stride int
@@ -119,14 +133,14 @@ type boundTables struct {
 
 // at returns the bounds of R on r ways (lbMax, ubMin are ±Inf when not computed).
 func (b *boundTables) at(R, r int) (stp, lbMax, ubMin float64) {
-	i := R*b.stride + r
+	i := (R>>1)*b.stride + r
 	if b.ubMin == nil {
 		return b.data[i], math.Inf(-1), math.Inf(1)
 	}
-	return b.data[i], b.data[i+b.W+1], b.ubMin[R]
+	return b.data[i], b.data[i+b.W+1], b.ubMin[R>>1]
 }
 
-func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, jobs int, tick func(int64)) *boundTables {
+func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, hiMax func(int) float64, jobs int, tick func(int64)) *boundTables {
 	n, W := t.n, t.W
 	N := 1 << uint(n)
 	W1 := W + 1
@@ -140,18 +154,21 @@ func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, jobs i
 			for _, x := range sd {
 				m = math.Max(m, x)
 			}
+			if hiMax != nil {
+				m *= hiMax(i)
+			}
 			maxS[i] = m
 		}
-		b.ubMin = make([]float64, N)
+		b.ubMin = make([]float64, N/2)
 		b.ubMin[0] = math.Inf(1)
-		for R := 1; R < N; R++ {
+		for R := 2; R < N; R += 2 {
 			low := bits.TrailingZeros(uint(R))
-			b.ubMin[R] = math.Min(b.ubMin[R&(R-1)], maxS[low])
+			b.ubMin[R>>1] = math.Min(b.ubMin[(R&(R-1))>>1], maxS[low])
 		}
 	}
-	b.data = make([]float64, N*b.stride)
+	b.data = make([]float64, N/2*b.stride)
 	byPop := make([][]int, n+1)
-	for R := 1; R < N; R++ {
+	for R := 2; R < N; R += 2 {
 		p := bits.OnesCount(uint(R))
 		byPop[p] = append(byPop[p], R)
 	}
@@ -187,7 +204,7 @@ func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, jobs i
 							}
 						}
 					} else {
-						rb := b.data[rest*BS : rest*BS+BS]
+						rb := b.data[(rest>>1)*BS : (rest>>1)*BS+BS]
 						rstp := rb[:W1]
 						for k := 1; k < W; k++ {
 							m := W - k
@@ -226,7 +243,7 @@ func buildBounds(t *clusterTable, apps []*profile.Table, needMinMax bool, jobs i
 						break
 					}
 				}
-				copy(b.data[R*BS:R*BS+BS], acc)
+				copy(b.data[(R>>1)*BS:(R>>1)*BS+BS], acc)
 			}
 			if tick != nil {
 				tick(int64(hi-lo) << uint(p-1))
@@ -263,58 +280,118 @@ func parallelRange(lo, hi, jobs, chunk int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// maxFactor is an upper bound on the bandwidth factor F_i of any application under any
-// allocation, used to keep the unfairness bound valid with a bandwidth model:
-//   - none: 1.
-//   - morad and stalls: with a = 1 − U the Morad equation gives F = x/u = (u+a)/(u(u+a)+a)
-//     ≤ 1/a, since a² ≤ a; U is the root of g(U) = Σu_i(U) − U where each u_i(U) grows with
-//     x_i, so U can only grow with any demand and is at most the root for the largest
-//     demands x_i^max (the maximum of the bandwidth curve over 0..W ways, including its
-//     extrapolation below one way). So F ≤ 1/(1 − U(x^max)); the stalls factor is
-//     1 + (M/T)(F − 1) ≤ F as M ≤ T.
-//   - simple: no bound is derived; +Inf (the search stays exact, it only prunes less).
-func maxFactor(apps []*profile.Table, m perfmodel.Options) float64 {
+// bandwidthBounds bounds the bandwidth factor F_i of an application at share f under any
+// allocation of the others, so that the cache-only tables give valid bounds of the final
+// objective. Both bounds are nil without a bandwidth model (F = 1).
+//
+// Lower bound lowF(i, f) (for STP and the maximum slowdown):
+//   - simple: 1 (the model only reduces bandwidth; every factor is ≥ 1).
+//   - morad: the root U grows with every demand (perfmodel.MoradRoot) and every application
+//     of the workload is in every solution, so U ≥ U_min = U(x^min), x_j^min the minimum of
+//     j's bandwidth curve over 0..W ways (including its extrapolation below one way). For
+//     fixed x, F(x, U) grows with U (perfmodel.MoradFactorAt), and application i's own demand
+//     at share f is known exactly, so F_i ≥ max(1, F(x_i(f), U_min)).
+//   - stalls: 1 + ρ_i(f)·(F − 1), ρ = M/T ≥ 0, grows with F: the same bound through it.
+//
+// Upper bound highF(i, f) (for the minimum slowdown):
+//   - simple: +Inf (none derived; the search stays exact, it only prunes less).
+//   - morad: with a = 1 − U, F − 1 = u(U − u)/(u² + ua + a) ≤ u·U/a ≤ x·U/(1 − U), since the
+//     physical root has u ≤ x (F ≥ 1); and U ≤ U_max = U(x^max). So F_i ≤ 1 + x_i(f)·U_max/(1 − U_max),
+//     tight for the light applications that usually hold the minimum.
+//   - stalls: 1 + ρ(F − 1) with ρ = M/T at share f, through the same bound.
+//
+// hiMax(i) bounds highF(i, f) over every f (x_i^max in place of x_i(f), ρ ≤ 1).
+func bandwidthBounds(apps []*profile.Table, m perfmodel.Options) (lowF, highF func(i int, f float64) float64, hiMax func(i int) float64) {
 	if m.BW == perfmodel.None || m.BW == "" || m.MaxBW <= 0 || math.IsInf(m.MaxBW, 1) {
-		return 1
+		return nil, nil, nil
 	}
+	one := func(int, float64) float64 { return 1 }
+	inf := func(int, float64) float64 { return math.Inf(1) }
 	if m.BW == perfmodel.Simple {
-		return math.Inf(1)
+		return one, inf, func(int) float64 { return math.Inf(1) }
 	}
-	xmax := make([]float64, len(apps))
+	xmax, xmin := make([]float64, len(apps)), make([]float64, len(apps))
 	for i, t := range apps {
 		bw := t.Col(profile.BandwidthMBps)
-		mx := profile.Interp(bw, 0)
+		x0 := profile.Interp(bw, 0)
+		xmax[i], xmin[i] = x0, x0
 		for _, v := range bw {
-			mx = math.Max(mx, v)
-		}
-		xmax[i] = mx
-	}
-	// MoradFactors returns x_i/u_i; recover U = Σ u_i at the largest demands.
-	f, err := perfmodel.MoradFactors(nil, xmax, m.MaxBW)
-	if err != nil {
-		return math.Inf(1)
-	}
-	U := 0.0
-	for i, x := range xmax {
-		if x > 0 {
-			U += x / m.MaxBW / f[i]
+			xmax[i], xmin[i] = math.Max(xmax[i], v), math.Min(xmin[i], v)
 		}
 	}
-	if U >= 1 {
-		return math.Inf(1)
+	stalls := m.BW == perfmodel.Stalls
+	through := func(t *profile.Table, f, F float64) float64 {
+		if stalls {
+			a := perfmodel.CacheApp(t, f)
+			return perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
+		}
+		return F
 	}
-	return 1 / (1 - U) * (1 + 1e-9)
+	lowF, highF, hiMax = one, inf, func(int) float64 { return math.Inf(1) }
+	if Umin, _, err := perfmodel.MoradRoot(xmin, m.MaxBW); err == nil {
+		lowF = lowFactorAt(apps, m, Umin)
+	}
+	if Umax, _, err := perfmodel.MoradRoot(xmax, m.MaxBW); err == nil && Umax < 1 {
+		k := Umax / (1 - Umax)
+		highF = func(i int, f float64) float64 {
+			t := apps[i]
+			F := 1 + t.At(profile.BandwidthMBps, f)/m.MaxBW*k
+			return through(t, f, F) * (1 + 1e-9)
+		}
+		hiMax = func(i int) float64 { return (1 + xmax[i]/m.MaxBW*k) * (1 + 1e-9) }
+	}
+	return lowF, highF, hiMax
+}
+
+// lowFactorAt is lowF of bandwidthBounds for a given lower bound U0 of the bus total:
+// max(1, F(x_i(f), U0)), through the stalls weighting for stalls. It is valid wherever the
+// true total is at least U0 (F grows with U at fixed x).
+func lowFactorAt(apps []*profile.Table, m perfmodel.Options, U0 float64) func(i int, f float64) float64 {
+	return func(i int, f float64) float64 {
+		t := apps[i]
+		F := math.Max(1, perfmodel.MoradFactorAt(t.At(profile.BandwidthMBps, f)/m.MaxBW, U0))
+		if m.BW == perfmodel.Stalls {
+			a := perfmodel.CacheApp(t, f)
+			F = perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
+		}
+		return math.Max(1, F*(1-1e-9))
+	}
+}
+
+// stpLevel is an STP bound table computed with the factors' lower bound at bus total U:
+// valid for the applications not yet placed at any node whose U_node ≥ U.
+type stpLevel struct {
+	U   float64
+	bnd *boundTables
+}
+
+// stpLevels extra STP tables are built for the refined bound when the workload has at most
+// maxLevelApps applications (each level costs one more table and DP).
+const (
+	stpLevels    = 6
+	maxLevelApps = 16
+)
+
+func (s *searchState) xminMBps() []float64 {
+	out := make([]float64, len(s.xmin))
+	for i, x := range s.xmin {
+		out[i] = x * s.in.Model.MaxBW
+	}
+	return out
 }
 
 // searchState is shared by the workers of one search.
 type searchState struct {
-	in     Input
-	obj    Objective
-	W      int
-	tab    *clusterTable
-	bnd    *boundTables
-	fmax   float64
-	fast   bool // no bandwidth model: leaves are scored from the tables
+	in   Input
+	obj  Objective
+	W    int
+	tab  *clusterTable
+	bnd  *boundTables
+	fast bool // no bandwidth model: leaves are scored from the tables
+	// refine enables the per-node STP bound with a Morad-based model (refineSTP).
+	refine bool
+	xmin   []float64  // each application's smallest demand / B
+	levels []stpLevel // increasing U; levels[0] is the global U_min (s.bnd)
 	mu     sync.Mutex
 	best   []choice // incumbent, nil if none
 	bu, bs float64
@@ -332,11 +409,11 @@ const eps = 1e-9
 
 // bound returns the optimistic (unfairness, STP) of any completion of a partial solution
 // with aggregates (inv, mx, mn) whose remaining applications R get exactly r ways.
-// Validity: final slowdowns are cache-only slowdowns times bandwidth factors F ∈ [1, fmax]
-// (the physical Morad root has u_i < x_i; see maxFactor), so the final STP is at most the
-// cache-only STP, which is at most inv + stp[R][r]; the final maximum slowdown is at least
-// the cache-only maximum, at least max(mx, lbMax[R][r]); the final minimum is at most the
-// cache-only minimum times fmax, at most min(mn, ubMin[R])·fmax.
+// Validity: final slowdowns are cache-only slowdowns S times bandwidth factors F with
+// lowF ≤ F ≤ highF (bandwidthBounds; both 1 without a model), and the tables hold S·lowF
+// for Σ 1/S and max S and S·highF for min S. So the final STP is at most inv + stp[R][r],
+// the final maximum slowdown is at least max(mx, lbMax[R][r]) and the final minimum at most
+// min(mn, ubMin[R]).
 func (s *searchState) bound(R, r int, inv, mx, mn float64) (u, stp float64) {
 	stp = inv
 	if R != 0 {
@@ -345,7 +422,7 @@ func (s *searchState) bound(R, r int, inv, mx, mn float64) (u, stp float64) {
 		mx, mn = math.Max(mx, lm), math.Min(mn, um)
 	}
 	if s.obj == MinUnf {
-		u = mx / (mn * s.fmax)
+		u = mx / mn
 	}
 	return u, stp
 }
@@ -419,7 +496,85 @@ func appsOf(c uint) []int {
 // dfs explores every completion of path: the next cluster holds the lowest remaining
 // application (so every clustering is generated once) and takes k ways; the last cluster
 // takes exactly the ways left.
+// scratch holds, per worker, the model's values of the applications placed so far.
+type scratch struct {
+	apps   []perfmodel.App
+	dem    []float64
+	curves [][]float64
+	idx    []int
+	sh     []float64
+}
+
+func newScratch(n int) *scratch {
+	return &scratch{apps: make([]perfmodel.App, n), dem: make([]float64, n), sh: make([]float64, n)}
+}
+
+// refineSTP is a tighter STP bound for a node under a Morad-based model, used after the
+// table bound passed: the applications already placed (the complement of rest, including
+// cluster c with k ways, whose values it computes) have exact demands, the others at
+// least their smallest, so the bus total is at least U_node = U(those demands) — U grows
+// with every demand — and each placed application's factor is at least F(x_i, U_node)
+// (increasing in U at fixed x; through the stalls weighting for stalls). The rest keeps
+// its table bound stp[rest][r'], from the STP level with the largest U ≤ U_node: the rest's
+// factors are at least F(x, U_level) since the true total is at least U_node.
+func (s *searchState) refineSTP(sc *scratch, c, k, rest, rr int) float64 {
+	sc.idx, sc.curves = sc.idx[:0], sc.curves[:0]
+	for m := uint(c); m != 0; m &= m - 1 {
+		i := bits.TrailingZeros(m)
+		sc.idx = append(sc.idx, i)
+		sc.curves = append(sc.curves, s.in.Apps[i].Col(profile.LLCMPKC))
+	}
+	sh := perfmodel.Shares(sc.sh[:len(sc.idx)], sc.curves, k)
+	for j, i := range sc.idx {
+		sc.apps[i] = perfmodel.CacheApp(s.in.Apps[i], sh[j])
+	}
+	B := s.in.Model.MaxBW
+	placed := ((1 << uint(len(s.in.Apps))) - 1) ^ rest
+	for i := range sc.dem {
+		if placed>>uint(i)&1 == 1 {
+			sc.dem[i] = sc.apps[i].BandwidthMBps
+		} else {
+			sc.dem[i] = s.xmin[i] * B
+		}
+	}
+	U, _, _, err := perfmodel.MoradBracket(sc.dem, B, 26) // a lower bound of U_node
+	if err != nil {
+		return math.Inf(1)
+	}
+	ub := 0.0
+	if rest != 0 {
+		b := s.bnd
+		for _, l := range s.levels {
+			if l.U <= U {
+				b = l.bnd
+			}
+		}
+		ub, _, _ = b.at(rest, rr)
+	}
+	stalls := s.in.Model.BW == perfmodel.Stalls
+	for m := uint(placed); m != 0; m &= m - 1 {
+		a := &sc.apps[bits.TrailingZeros(m)]
+		F := math.Max(1, perfmodel.MoradFactorAt(a.BandwidthMBps/B, U))
+		if stalls {
+			F = perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
+		}
+		ub += 1 / (a.SlowdownCache * math.Max(1, F*(1-1e-9)))
+	}
+	return ub
+}
+
 func (s *searchState) dfs(path []choice, R, r int, inv, mx, mn float64, nodes *int64) {
+	var sc *scratch
+	if s.refine {
+		sc = newScratch(len(s.in.Apps))
+		for _, ch := range path { // values of the clusters placed before this subtree
+			s.refineSTP(sc, int(ch.c), int(ch.k), 0, 0)
+		}
+	}
+	s.dfsR(sc, path, R, r, inv, mx, mn, nodes)
+}
+
+func (s *searchState) dfsR(sc *scratch, path []choice, R, r int, inv, mx, mn float64, nodes *int64) {
 	*nodes++
 	if R == 0 {
 		if r == 0 {
@@ -442,7 +597,10 @@ func (s *searchState) dfs(path []choice, R, r int, inv, mx, mn float64, nodes *i
 			if u, st := s.bound(rest, r-k, ci, cx, cn); s.prune(u, st) {
 				continue
 			}
-			s.dfs(append(path, choice{uint32(c), int8(k)}), rest, r-k, ci, cx, cn, nodes)
+			if sc != nil && s.prune(0, s.refineSTP(sc, c, k, rest, r-k)) {
+				continue
+			}
+			s.dfsR(sc, append(path, choice{uint32(c), int8(k)}), rest, r-k, ci, cx, cn, nodes)
 		}
 		if sub == 0 {
 			break
@@ -522,7 +680,7 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 	jobs := max(1, opt.Jobs)
 	N := int64(1) << uint(n)
 	var pow3 int64 = 1
-	for i := 0; i < n; i++ {
+	for i := 0; i < n-1; i++ {
 		pow3 *= 3
 	}
 	total := N + pow3/2 + 1 // table build + DP, then the root children
@@ -533,17 +691,53 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 		}
 	}
 	needMM := o == MinUnf
-	s := &searchState{in: in, obj: o, W: W, fmax: maxFactor(in.Apps, in.Model)}
-	s.fast = s.fmax == 1
-	s.tab = buildClusterTable(in.Apps, W, needMM, jobs, tick)
-	s.bnd = buildBounds(s.tab, in.Apps, needMM, jobs, tick)
+	lowF, highF, hiMax := bandwidthBounds(in.Apps, in.Model)
+	s := &searchState{in: in, obj: o, W: W}
+	s.fast = lowF == nil
+	if !s.fast && o == MaxSTP && in.Model.BW != perfmodel.Simple {
+		s.refine = true
+		for _, t := range in.Apps {
+			bw := t.Col(profile.BandwidthMBps)
+			x := profile.Interp(bw, 0)
+			for _, v := range bw {
+				x = math.Min(x, v)
+			}
+			s.xmin = append(s.xmin, x/in.Model.MaxBW)
+		}
+	}
+	if s.refine && n <= maxLevelApps {
+		// Extra STP tables at bus totals between U_min and U_max (levels), so that deep nodes,
+		// whose U_node is large, bound the rest with larger factors.
+		xmax := make([]float64, n)
+		for i, t := range in.Apps {
+			bw := t.Col(profile.BandwidthMBps)
+			x := profile.Interp(bw, 0)
+			for _, v := range bw {
+				x = math.Max(x, v)
+			}
+			xmax[i] = x
+		}
+		umin, _, e1 := perfmodel.MoradRoot(s.xminMBps(), in.Model.MaxBW)
+		umax, _, e2 := perfmodel.MoradRoot(xmax, in.Model.MaxBW)
+		if e1 == nil && e2 == nil && umax > umin {
+			for g := 1; g <= stpLevels; g++ {
+				U := umin + (umax-umin)*float64(g)/float64(stpLevels+1)
+				tab := buildClusterTable(in.Apps, W, false, lowFactorAt(in.Apps, in.Model, U), nil, jobs, nil)
+				s.levels = append(s.levels, stpLevel{U, buildBounds(tab, in.Apps, false, nil, jobs, nil)})
+			}
+		}
+	}
+	s.tab = buildClusterTable(in.Apps, W, needMM, lowF, highF, jobs, tick)
+	s.bnd = buildBounds(s.tab, in.Apps, needMM, hiMax, jobs, tick)
 	s.dive()
 	if s.err != nil {
 		return nil, s.err
 	}
-	// Root children: the cluster holding application 0 and its ways, best bound first.
+	// Root children: the cluster holding application 0 and its ways, best bound first;
+	// those the first incumbent already beats are not even stored.
 	type child struct {
-		c, k  int
+		c     int32
+		k     int8
 		u, st float64
 	}
 	full := (1 << uint(n)) - 1
@@ -559,7 +753,9 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 		for k := kmin; k <= kmax; k++ {
 			ti, tx, tn := s.tab.at(c, k)
 			u, st := s.bound(rest, W-k, ti, tx, tn)
-			kids = append(kids, child{c, k, u, st})
+			if !s.prune(u, st) {
+				kids = append(kids, child{int32(c), int8(k), u, st})
+			}
 		}
 		if sub == 0 {
 			break
@@ -584,14 +780,15 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 			if s.prune(kd.u, kd.st) {
 				continue
 			}
-			ti, tx, tn := s.tab.at(kd.c, kd.k)
-			s.dfs([]choice{{uint32(kd.c), int8(kd.k)}}, full^kd.c, W-kd.k, ti, tx, tn, &local)
+			c, k := int(kd.c), int(kd.k)
+			ti, tx, tn := s.tab.at(c, k)
+			s.dfs([]choice{{uint32(c), int8(k)}}, full^c, W-k, ti, tx, tn, &local)
 		}
 		nodes.Add(local)
 		if opt.Progress != nil {
 			rdMu.Lock()
 			rootDone += int64(hi - lo)
-			d := total - remaining + remaining*rootDone/int64(len(kids))
+			d := total - remaining + remaining*rootDone/int64(max(1, len(kids)))
 			rdMu.Unlock()
 			opt.Progress(d, total)
 		}

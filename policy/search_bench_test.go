@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"colo/perfmodel"
 	"colo/profile"
 )
 
@@ -38,6 +39,31 @@ func BenchmarkOptc(b *testing.B) {
 					b.Skip("long")
 				}
 				in := benchInput(b, n)
+				var nodes int64
+				for i := 0; i < b.N; i++ {
+					s, err := Search(in, o.obj, Options{Jobs: 2})
+					if err != nil {
+						b.Fatal(err)
+					}
+					nodes = s.Nodes
+				}
+				b.ReportMetric(float64(nodes), "nodes")
+			})
+		}
+	}
+}
+
+// BenchmarkOptcStalls is the exact search with the stalls bandwidth model at 35,000 MB/s
+// (the README example's model), 6–12 applications.
+func BenchmarkOptcStalls(b *testing.B) {
+	for _, n := range []int{6, 8, 10, 12} {
+		for _, o := range []struct {
+			name string
+			obj  Objective
+		}{{"stp", MaxSTP}, {"unf", MinUnf}} {
+			b.Run(fmt.Sprintf("%s/n=%d", o.name, n), func(b *testing.B) {
+				in := benchInput(b, n)
+				in.Model = perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}
 				var nodes int64
 				for i := 0; i < b.N; i++ {
 					s, err := Search(in, o.obj, Options{Jobs: 2})

@@ -85,7 +85,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 		{6, perfmodel.Options{}}, {7, perfmodel.Options{}},
 		{3, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 20000}}, {4, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}},
 		{5, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 25000}}, {5, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 12000}},
-		{6, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}}}
+		{6, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}}, {7, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 25000}}}
 	if !testing.Short() {
 		cases = append(cases, tc{8, perfmodel.Options{}})
 	}
@@ -155,5 +155,51 @@ func TestSearchRefusesHugeWorkloads(t *testing.T) {
 	in := Input{Machine: skx(t), Apps: randomWorkload(rng, set, MaxOptcApps+1)}
 	if _, err := Run("optc-unf", in, DefaultOptions()); err == nil {
 		t.Error("want an error above MaxOptcApps")
+	}
+}
+
+// bandwidthBounds must bracket the true factor of every application in every allocation:
+// lowF(i, share) ≤ F_i ≤ highF(i, share) ≤ hiMax(i) (random clusterings of random
+// workloads, seeded).
+func TestBandwidthBoundsBracket(t *testing.T) {
+	set, _ := profile.Default()
+	rng := rand.New(rand.NewSource(99))
+	m := skx(t)
+	for trial := 0; trial < 200; trial++ {
+		n := 2 + rng.Intn(9)
+		apps := randomWorkload(rng, set, n)
+		model := perfmodel.Options{BW: []perfmodel.BWModel{perfmodel.Morad, perfmodel.Stalls}[trial%2], MaxBW: 15000 + float64(rng.Intn(30000))}
+		lowF, highF, hiMax := bandwidthBounds(apps, model)
+		// random clustering with at most 11 clusters and a random composition of 11 ways
+		k := 1 + rng.Intn(min(n, m.LLC.Ways))
+		groups := make([][]int, k)
+		for a := 0; a < n; a++ {
+			g := a
+			if a >= k {
+				g = rng.Intn(k)
+			}
+			groups[g] = append(groups[g], a)
+		}
+		ways := make([]int, k)
+		for i := range ways {
+			ways[i] = 1
+		}
+		for left := m.LLC.Ways - k; left > 0; left-- {
+			ways[rng.Intn(k)]++
+		}
+		cl := make([]perfmodel.Cluster, k)
+		for g := range cl {
+			cl[g] = perfmodel.Cluster{Apps: groups[g], Ways: ways[g]}
+		}
+		r, err := perfmodel.Evaluate(apps, cl, model)
+		if err != nil {
+			continue // a demand above the limit: refused, nothing to bound
+		}
+		for i, a := range r.Apps {
+			lo, hi := lowF(i, a.Share), highF(i, a.Share)
+			if lo > a.BWFactor+1e-12 || a.BWFactor > hi || hi > hiMax(i) {
+				t.Fatalf("trial %d %s app %d: factor %v outside [%v, %v] (max %v)", trial, model.BW, i, a.BWFactor, lo, hi, hiMax(i))
+			}
+		}
 	}
 }

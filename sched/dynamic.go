@@ -69,7 +69,9 @@ type djob struct {
 //     ways count as free) is reserved;
 //   - forced moves (Config.ForceMove): a priority job at the head of the queue that fits
 //     on no socket makes room: the smallest batch jobs of the best-ranked socket where
-//     that is possible move to other sockets, and the job is admitted next tick.
+//     that is possible move to other sockets, and the job is admitted next tick;
+//   - without IPCE (Env.IPCEUnavailable: software counters only) nothing is probed or
+//     allocated: priority jobs run in system/default, and the first tick logs why.
 type Dynamic struct {
 	env     Env
 	cfg     Config
@@ -83,7 +85,14 @@ type Dynamic struct {
 	// Reprobes and ForcedMoves count re-probes started and batch jobs moved for a
 	// priority admission (for tests and logs).
 	Reprobes, ForcedMoves int
+	// noProbeSaid: the decision not to probe (Env.IPCEUnavailable) has been logged
+	noProbeSaid bool
 }
+
+// probes says whether priority jobs are probed: RDT is on and the platform can measure
+// IPCE (a probe without IPCE samples can only fail, so its buffer CLOS would be created
+// and dropped for nothing).
+func (d *Dynamic) probes() bool { return d.cfg.RDT && d.env.IPCEUnavailable == "" }
 
 // NewDynamic builds the dynamic scheduler for env.
 func NewDynamic(env Env) (*Dynamic, error) {
@@ -142,6 +151,10 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		d.forget(id)
 	}
 	d.now = obs.Now
+	if d.cfg.RDT && !d.probes() && !d.noProbeSaid {
+		d.noProbeSaid = true
+		logf("no allocation probing: IPCE is unavailable on this platform (%s); priority jobs run unallocated in system/default", d.env.IPCEUnavailable)
+	}
 	running := map[int]bool{}
 	for _, r := range obs.Running {
 		running[r.ID] = true
@@ -286,7 +299,9 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		out.Place = append(out.Place, Placement{Job: q.ID, Socket: s})
 		j := &djob{Job: q, socket: s, placed: obs.Now, load: 100}
 		d.jobs[q.ID] = j
-		if q.Priority && d.cfg.RDT {
+		if q.Priority && d.cfg.RDT && !d.probes() {
+			j.state = unallocated // no IPCE: never probed (logged once above)
+		} else if q.Priority && d.cfg.RDT {
 			j.state = waitingProbe
 			d.qalloc = append(d.qalloc, q.ID)
 		} else if !q.Priority && d.cfg.Rebalance {

@@ -214,6 +214,10 @@ func DefaultConfig() Config {
 type Env struct {
 	Machine *machine.Profile
 	Config  Config
+	// IPCEUnavailable is non-empty when the platform cannot measure IPCE (no hardware
+	// PMU or no stall events: software counters only) and says why. Schedulers that
+	// need IPCE (allocation probing) must then not try.
+	IPCEUnavailable string
 }
 
 // Factory builds a scheduler; it validates Config (including Options) and says what to fix.

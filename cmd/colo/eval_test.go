@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -84,6 +86,10 @@ func TestEvalReadmeExample(t *testing.T) {
 }
 
 func TestEvalBadInput(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "m.csv")
+	os.WriteFile(prof, []byte("BENCH,NR_WAYS,ipc,llcrpki,llcmpki,llcrpkc,llcmpkc,llc_usage_kb,bandwidth_mbps,llcm_bandwidth,stalls_l2_miss,stalls_l3_miss,stalls_total,stalls_store_buf\n"+
+		"a,1,1.0,1,1,1,1,100,100,100,0.1,0.1,0.2,0.01\na,2,n/a,1,1,1,1,100,100,100,0.1,0.1,0.2,0.01\n"), 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -99,6 +105,7 @@ func TestEvalBadInput(t *testing.T) {
 		{[]string{"--workload", "sphinx306,lbm06", "--masks", "0x3,0x4", "--profiles", "/nonexistent.csv"}, "nonexistent.csv"},
 		{[]string{"--workload", "sphinx306,lbm06", "--masks", "0x3,0x4", "--format", "xml"}, "--format"},
 		{[]string{"--masks", "0x3"}, "--workload is required"},
+		{[]string{"--workload", "a", "--masks", "0x1", "--profiles", prof}, prof + `:3: column ipc of a at 2 ways: "n/a" is not a finite number`},
 	} {
 		_, err := runPolicyCmd(t, append([]string{"eval"}, c.args...)...)
 		if err == nil || !isBadInput(err) || !strings.Contains(err.Error(), c.want) {

@@ -40,8 +40,14 @@ func newRunStore(bm *bench.Benchmark, out string, argv []string) (*runStore, err
 		}
 		rs.snk, rs.db = snk, db.Host+"/"+db.Name
 	}
+	mname := bm.Machine.Name
+	if bm.Platform != "sim" {
+		// a real host: the platform detects the machine when the run starts, and
+		// machine.Detect names it "host" (the YAML's machine: does not apply)
+		mname = "host"
+	}
 	st, err := store.Create(out, store.Meta{Name: bm.Name, Description: bm.Description, BenchFile: bm.File,
-		Kind: "run", Machine: bm.Machine.Name, Platform: bm.Platform, Seed: int64(bm.TraceSeed), Command: argv, Created: now})
+		Kind: "run", Machine: mname, Platform: bm.Platform, Seed: int64(bm.TraceSeed), Command: argv, Created: now})
 	if err != nil {
 		if rs.snk != nil {
 			rs.snk.Close(context.Background())

@@ -4,59 +4,22 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"colo/bench"
+	_ "colo/policy/dcat" // static-cat, the example's scheduler (colo registers it too)
 	"colo/resctrl/emu"
-	"colo/sched"
 )
 
-// e2eYAML: a cache thrasher and a compute loop, both priority jobs, under the dynamic
-// scheduler with RDT: they are probed and then allocated their own CLOS; collectors
-// sample perf (software here), Docker stats and resctrl every 100 ms.
-const e2eYAML = `benchmark:
-  name: linux-e2e
-  platform: linux
-  max_t: %d
-  scheduler:
-    implementation: dynamic
-    rdt: true
-    tick_t: 0.5
-    prober:
-      implementation: default
-      min_l3: 2
-      max_l3: 3
-      step_l3: 1
-      min_mem: 10
-      max_mem: 10
-      mem_step: 10
-      probing_t: 1
-      warmup_t: 0.5
-      cooldown_t: 0.5
-      probing_frequency: 100
-      break_condition: 0.9
-      allocate: true
-  data:
-    frequency: 100
-    perf: true
-    docker: true
-    rdt: true
-containers:
-  thrasher:
-    command: "stress random --mb 64 --duration 120s"
-    num_cores: 1
-    priority: true
-    ipce: 90
-  compute:
-    command: "stress compute --duration 120s"
-    num_cores: 1
-    priority: true
-    ipce: 90
-`
+// exampleFile is the must-show example of issue #6: what `colo run FILE --platform linux
+// --resctrl-root DIR` runs. The end-to-end tests run exactly that path: bench.Load,
+// --platform (bench.Benchmark.Platform), --resctrl-root (ResctrlRoot), bench.RunAll,
+// which builds this platform through its registered factory.
+const exampleFile = "../../examples/linux/colocation.yaml"
 
 func procExists(pid int) bool {
 	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
@@ -85,39 +48,74 @@ func mountEmulator(t *testing.T) (*emu.Emulator, string) {
 	return e, dir
 }
 
-// allocSpy checks, right after every allocation, that the emulator holds the job's
-// threads in its class and the class's schemata carries the mask.
-type allocSpy struct {
-	*Platform
-	t         *testing.T
-	em        *emu.Emulator
+// loadExample is `colo run exampleFile --platform linux --resctrl-root dir` up to
+// bench.RunAll.
+func loadExample(t *testing.T, dir string) *bench.Benchmark {
+	t.Helper()
+	bm, err := bench.Load(exampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm.Platform, bm.ResctrlRoot = "linux", dir
+	return bm
+}
+
+// useDefaults points the registered factory (what colo run uses) at the test's image
+// and state directory for the rest of the test.
+func useDefaults(t *testing.T, o Options) {
+	old := Defaults
+	Defaults = o
+	t.Cleanup(func() { Defaults = old })
+}
+
+// spy records the run and checks, as it goes, what the emulator and the runtime see: right
+// after each allocation the job's threads are in its class, whose schemata carries the
+// mask, and its monitoring group holds them; at each sample the job has perf counters
+// open and Docker stats.
+type spy struct {
+	bench.Memory
+	t  *testing.T
+	em *emu.Emulator
+	mu sync.Mutex
+	pf *Platform
+
 	allocated map[int]int
 	stats     map[int]int // Docker stats samples seen per job
-	perf      map[int]int // reads with software counters (task-clock CPU time)
+	perf      map[int]int // samples with the job's perf counters open
+	mode      string
 }
 
-func (s allocSpy) Read(id int) (bench.Counters, error) {
-	c, err := s.Platform.Read(id)
-	if st, n, e := s.Platform.DockerStats(id); e == nil && n > 0 && st.CPUAvailable && st.MemAvailable {
-		s.stats[id] = n
+func (s *spy) opened(p *Platform) { s.mu.Lock(); s.pf = p; s.mu.Unlock() }
+
+func (s *spy) Sample(r bench.SampleRecord) error {
+	if j, err := s.pf.get(r.Job); err == nil && j.counter != nil {
+		s.perf[r.Job]++
+		s.mode = string(j.counter.Mode())
 	}
-	if j, e := s.Platform.get(id); e == nil && j.counter != nil && c.CPUTime > 0 {
-		s.perf[id]++
+	if st, n, err := s.pf.DockerStats(r.Job); err == nil && n > 0 && st.CPUAvailable && st.MemAvailable {
+		s.stats[r.Job] = n
 	}
-	return c, err
+	return s.Memory.Sample(r)
 }
 
-func (s allocSpy) SetAllocation(id, socket int, mask uint64, mba int) error {
-	err := s.Platform.SetAllocation(id, socket, mask, mba)
-	if err != nil || mask == 0 {
-		return err
+func (s *spy) Allocation(a bench.AllocationRecord) error {
+	if a.Source == "sched" && a.Mask != 0 && len(a.Members) == 1 {
+		s.checkClass(a.Members[0], a.Socket, a.Mask)
 	}
-	j, _ := s.Platform.get(id)
+	return s.Memory.Allocation(a)
+}
+
+func (s *spy) checkClass(id, socket int, mask uint64) {
+	j, err := s.pf.get(id)
+	if err != nil {
+		s.t.Errorf("job %d: %v", id, err)
+		return
+	}
 	st := s.em.State()
 	g, ok := st.Group(j.ctrl)
-	if !ok {
+	if !ok || j.ctrl == "" {
 		s.t.Errorf("job %d: emulator has no group %q", id, j.ctrl)
-		return err
+		return
 	}
 	if got := g.Schemata["L3"]; len(got) <= socket || uint64(got[socket]) != mask {
 		s.t.Errorf("job %d: emulator schemata L3 %v, applied %#x on domain %d", id, got, mask, socket)
@@ -136,51 +134,48 @@ func (s allocSpy) SetAllocation(id, socket int, mask uint64, mba int) error {
 		s.t.Errorf("job %d: monitoring group %s missing or empty", id, j.mon)
 	}
 	s.allocated[id]++
-	return err
 }
 
+// TestEndToEndEmulator runs examples/linux/colocation.yaml as `colo run FILE --platform
+// linux --resctrl-root DIR` does, on real containers of the colo image and the resctrl
+// emulator: both jobs get their CLOS and monitoring group, Docker stats and perf counters
+// (software events here) are collected at 100 ms, and nothing is left afterwards.
 func TestEndToEndEmulator(t *testing.T) {
 	e := newEnv(t)
 	em, dir := mountEmulator(t)
-	bm := parseBench(t, fmt.Sprintf(e2eYAML, 12))
+	bm := loadExample(t, dir)
+	sp := &spy{t: t, em: em, allocated: map[int]int{}, stats: map[int]int{}, perf: map[int]int{}}
 	o := e.options(nil)
-	o.ResctrlRoot = dir
-	pf, err := New(bm, o)
+	o.ResctrlRoot, o.Opened = "", sp.opened
+	useDefaults(t, o)
+	rep, err := bench.RunAll(bm, nil, bench.RunOptions{Recorder: func(string) (bench.Recorder, func(bench.Summary) error, error) {
+		return sp, func(bench.Summary) error { return nil }, nil
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pf.Close()
-	s, err := sched.New(bm.Sched.Implementation, sched.Env{Machine: bm.Machine, Config: bm.Sched})
-	if err != nil {
-		t.Fatal(err)
+	s := rep.Schedulers[0]
+	t.Logf("machine %s, summary %+v, notes %q, allocations %v, docker stats %v, samples with perf (%s) %v",
+		rep.Machine, s, sp.pf.Notes(), sp.allocated, sp.stats, sp.mode, sp.perf)
+	if sp.mode == "software" && (sp.pf.IPCEUnavailable() == "" || len(s.Notes) == 0) {
+		t.Errorf("software counters, yet the platform does not say IPCE is unavailable (%q, notes %q)", sp.pf.IPCEUnavailable(), s.Notes)
 	}
-	mem := &bench.Memory{}
-	spy := allocSpy{Platform: pf, t: t, em: em, allocated: map[int]int{}, stats: map[int]int{}, perf: map[int]int{}}
-	res, err := bench.Run(bm, spy, s, bench.Options{Recorder: mem})
-	if err != nil {
-		t.Fatal(err)
+	if rep.Machine != sp.pf.Machine().Name || s.JobsCompleted != 2 {
+		t.Errorf("report machine %q (platform %q), %d jobs completed", rep.Machine, sp.pf.Machine().Name, s.JobsCompleted)
 	}
-	for _, ev := range mem.Events {
-		t.Logf("event %v %s job %d: %s", ev.T.Round(time.Millisecond), ev.Kind, ev.Job, ev.Text)
-	}
-	t.Logf("warnings %q, notes %q, allocations %v, docker stats %v, counter reads %v, samples %d, probes %d",
-		res.Warnings, pf.Notes(), spy.allocated, spy.stats, spy.perf, len(mem.Samples), res.Probes)
 	for _, j := range bm.Jobs {
-		if spy.allocated[j.ID] == 0 {
+		if sp.allocated[j.ID] == 0 {
 			t.Errorf("job %s was never given a CLOS", j.Name)
 		}
-		if spy.stats[j.ID] == 0 {
+		if sp.stats[j.ID] == 0 {
 			t.Errorf("job %s: no Docker stats collected", j.Name)
 		}
-		if spy.perf[j.ID] < 20 {
-			t.Errorf("job %s: %d counter reads with CPU time at 100 ms", j.Name, spy.perf[j.ID])
+		if sp.perf[j.ID] < 20 {
+			t.Errorf("job %s: %d samples with perf counters at 100 ms", j.Name, sp.perf[j.ID])
 		}
 	}
-	if res.AllocationMismatches != 0 || res.AllocationErrors != 0 {
-		t.Errorf("%d mismatches, %d allocation errors", res.AllocationMismatches, res.AllocationErrors)
-	}
-	if err := pf.Close(); err != nil {
-		t.Fatal(err)
+	if s.AllocMismatches != 0 || s.AllocationErrors != 0 {
+		t.Errorf("%d mismatches, %d allocation errors", s.AllocMismatches, s.AllocationErrors)
 	}
 	st := em.State()
 	if len(st.Groups) != 1 || st.Groups[0].Path != "" {
@@ -195,18 +190,14 @@ func TestEndToEndEmulator(t *testing.T) {
 	}
 }
 
-// TestKilledMidRunReconciles runs the benchmark in a child process, kills it with
-// SIGKILL while its containers run in their classes, and checks that the next platform
-// removes the containers, the network and the resctrl groups.
+// TestKilledMidRunReconciles runs the example in a child process as colo run does,
+// kills it with SIGKILL while its containers run in their classes, and checks that the
+// next platform removes the containers, the network and the resctrl groups.
 func TestKilledMidRunReconciles(t *testing.T) {
 	e := newEnv(t)
 	em, dir := mountEmulator(t)
-	yml := filepath.Join(t.TempDir(), "e2e.yaml")
-	if err := os.WriteFile(yml, []byte(fmt.Sprintf(e2eYAML, 60)), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildRun$")
-	cmd.Env = append(os.Environ(), "COLO_E2E_CHILD="+strings.Join([]string{yml, dir, e.image, e.state}, ","))
+	cmd.Env = append(os.Environ(), "COLO_E2E_CHILD="+strings.Join([]string{dir, e.image, e.state}, ","))
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -263,24 +254,16 @@ func TestKilledMidRunReconciles(t *testing.T) {
 	}
 }
 
-// TestChildRun is the body of the child process of TestKilledMidRunReconciles.
+// TestChildRun is the body of the child process of TestKilledMidRunReconciles: the
+// example through bench.RunAll, as colo run runs it.
 func TestChildRun(t *testing.T) {
 	env := os.Getenv("COLO_E2E_CHILD")
 	if env == "" {
 		t.Skip("helper process for TestKilledMidRunReconciles")
 	}
 	a := strings.Split(env, ",")
-	bm, err := bench.Load(a[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := New(bm, Options{Image: a[2], ResctrlRoot: a[1], StateDir: a[3]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sched.New(bm.Sched.Implementation, sched.Env{Machine: bm.Machine, Config: bm.Sched})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bench.Run(bm, pf, s, bench.Options{Warn: func(w string) { fmt.Println("warning:", w) }})
+	bm := loadExample(t, a[0])
+	useDefaults(t, Options{Image: a[1], StateDir: a[2]})
+	_, err := bench.RunAll(bm, nil, bench.RunOptions{Warn: func(w string) { fmt.Println("warning:", w) }})
+	fmt.Println("run:", err)
 }

@@ -108,6 +108,9 @@ type Options struct {
 	// StartGrace is how long Start watches a new workload for an immediate exit
 	// (default 150 ms).
 	StartGrace time.Duration
+	// Opened, when set, is called with the platform at the end of a successful New
+	// (tests: inspect the platform `colo run` builds through the registered factory).
+	Opened func(*Platform)
 }
 
 // Defaults are the options `colo run` uses for platform: linux; commands set
@@ -168,9 +171,13 @@ type Platform struct {
 	notes   []string
 	closed  bool
 	defMask map[int]uint64 // default-group masks the platform changed (original values)
+	noIPCE  string         // why IPCE cannot be measured here ("" it can)
 }
 
-var _ bench.Platform = (*Platform)(nil)
+var (
+	_ bench.Platform        = (*Platform)(nil)
+	_ bench.CounterReporter = (*Platform)(nil)
+)
 
 // state is written to StateDir so a restarted colo can undo a crashed run's changes.
 type state struct {
@@ -288,6 +295,9 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.teardown()
 		return nil, fmt.Errorf("detect this machine: %w", err)
 	}
+	if percentMBA(m) {
+		p.notef("resctrl at %s describes Intel MBA (percent, min %d step %d) on this %s CPU (an emulator mount): MBA is in percent", rroot, m.MBA.Min, m.MBA.Gran, m.Vendor)
+	}
 	p.m = m
 	if bm != nil {
 		bm.Machine = m
@@ -296,10 +306,66 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.teardown()
 		return nil, err
 	}
+	if p.noIPCE = p.probeIPCE(); p.noIPCE != "" {
+		p.notef("IPCE unavailable: %s; IPC/IPCE are reported as unavailable and the dynamic scheduler does not probe allocations", p.noIPCE)
+	}
 	p.start = time.Now()
 	ok = true
+	if o.Opened != nil {
+		o.Opened(p)
+	}
 	return p, nil
 }
+
+// percentMBA corrects a machine detected on an AMD CPU whose resctrl mount describes
+// Intel's MBA: machine.Detect takes the MBA unit from the CPU vendor (AMD: 1/8 GB/s, 2048
+// unlimited), but the kernel's AMD info/MB has a granularity of 1, while Intel's (and the
+// emulator's intel profile, which a VM on an AMD host mounts) is a percentage step of
+// 10 (anchors.md §4). It reports whether it changed m.
+func percentMBA(m *machine.Profile) bool {
+	if m.MBA == nil || m.MBA.Unit != machine.MBAEighthGBps || m.MBA.Gran <= 1 {
+		return false
+	}
+	m.MBA.Unit, m.MBA.Max = machine.MBAPercent, 100
+	return true
+}
+
+// probeIPCE opens perf counters on colo's own cgroup, as Start will on each job's, and
+// says why IPCE cannot be measured: it needs hardware cycles and the
+// microarchitecture's stall-cycles raw event ("" when both open).
+func (p *Platform) probeIPCE() string {
+	cg, err := rt.CgroupOfPID(os.Getpid())
+	if err != nil {
+		return "perf: colo's own cgroup: " + err.Error()
+	}
+	cpu := 0
+	if cpus, err := machine.ParseCPUList(readTrim("/sys/devices/system/cpu/online")); err == nil && len(cpus) > 0 {
+		cpu = cpus[0]
+	}
+	c, err := perf.OpenCgroup(cg.PerfEventDir(), []int{cpu}, perf.Options{Sys: p.o.PerfSys, Microarch: p.o.Microarch, Quiet: true})
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	if c.Mode() != perf.ModeHardware {
+		return fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
+	}
+	for _, e := range c.Events() {
+		if e == perf.StallsTotal {
+			return ""
+		}
+	}
+	return "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
+}
+
+func readTrim(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}
+
+// IPCEUnavailable implements bench.CounterReporter: why this host's counters cannot give
+// IPCE ("" when they can).
+func (p *Platform) IPCEUnavailable() string { return p.noIPCE }
 
 func (p *Platform) notef(format string, a ...any) {
 	s := fmt.Sprintf(format, a...)
