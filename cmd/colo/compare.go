@@ -182,7 +182,8 @@ func runWith(bm *bench.Benchmark, name string, rec bench.Recorder) (*bench.Resul
 		return nil, err
 	}
 	defer pf.Close()
-	s, err := sched.New(impl, sched.Env{Machine: b.Machine, Config: b.Sched})
+	s, err := sched.New(impl, sched.Env{Machine: b.Machine, Config: b.Sched,
+		IPCEUnavailable: bench.IPCEUnavailable(pf), CPUQuotaUnavailable: bench.CPUQuotaUnavailable(pf)})
 	if err != nil {
 		return nil, badInput(fmt.Errorf("%s: scheduler %s: %w", bm.File, name, err))
 	}

@@ -5,8 +5,8 @@
 // Every period it classifies each workload into the 9 intensity × reuse states (L3 MPKI and
 // the memory factor MF = L3 misses / L2 misses), and acts only on observed hurt: a workload
 // whose IPC fell more than HurtThreshold below its reference in the same phase. The hurt is a
-// cache hurt when the workload also moved down a row (MF rose while its L2 behaviour, the
-// phase, stayed the same), otherwise a bandwidth hurt when its memory domain is saturated.
+// cache hurt when the workload also moved down a row, or its MF rose by more than MFRise
+// (MF rose while its L2 behaviour, the phase, stayed the same), otherwise a bandwidth hurt when its memory domain is saturated.
 // The response climbs a ladder of actions ordered by cost (seed004.md §5.1 item 3):
 //
 //	cache hurt:     CAT confine the aggressor → CPU quota → core move within the LLC domain → socket move
@@ -16,7 +16,9 @@
 // repercussion window of Window periods watches the other workloads of the domains the action
 // touched; a workload that becomes hurt or moves down a row in the window is charged to the
 // action. If the action caused such a repercussion and did not lower the weighted min-max
-// unfairness (metric.WeightedMaxUnfairness) it is undone and excluded for this episode, and
+// unfairness (metric.WeightedMaxUnfairness) it is undone and banned for this victim until the
+// victim or the target changes phase or a workload leaves (so that the next episode of the
+// same victim does not retry it: no move and move back), and
 // the next action is chosen. If the victim is still hurt the ladder continues; if not, the
 // episode is closed.
 //
@@ -50,7 +52,8 @@
 // for RelaxAfter periods, that throttle is relaxed — most recent first, one step (an MBA or
 // quota step back, the mask before the confinement) — and a repercussion window watches the
 // socket and the victim. A workload that becomes hurt or moves down a row in it brings the
-// throttle back at once, and the throttle is then pinned: it is not relaxed again until its
+// throttle back at once (the next window only waits for it to take effect), and the
+// throttle is then pinned: it is not relaxed again until its
 // victim or target changes phase or a workload of the target's socket leaves (a departure
 // can remove the contention; an arrival cannot). A throttle the ladder takes again after it
 // was relaxed is pinned the same way: the relaxation was premature. So a throttle is relaxed
@@ -135,6 +138,10 @@ type Options struct {
 	// Epsilon: an action with a repercussion is kept only if it lowers the weighted
 	// min-max unfairness by more than Epsilon (0; Merlin's ε is not given, seed004.md §5).
 	Epsilon float64
+	// MFRise: a hurt workload outside the last row whose MF rose by more than this above the
+	// lowest MF of its phase suffers from the cache even without a row change (0.05; seed004.md §5.3: "MF
+	// rises while L2 MPKI stays flat" — the rows alone miss a rise inside one class).
+	MFRise float64
 	// SaturationExit: an open bandwidth episode continues while its victim is hurt and the
 	// socket's traffic exceeds SaturationExit × Saturation × bandwidth (0.75; colo's choice).
 	SaturationExit float64
@@ -159,6 +166,7 @@ func DefaultOptions(m *machine.Profile) Options {
 		QuotaStep:      0.1,
 		QuotaFloor:     0.5,
 		SaturationExit: 0.75,
+		MFRise:         0.05,
 		RelaxAfter:     5,
 	}
 	if m != nil && m.MBA != nil {
@@ -191,6 +199,9 @@ func (o Options) Validate(m *machine.Profile) error {
 	}
 	if !(o.SaturationExit > 0 && o.SaturationExit <= 1) {
 		bad("saturation_exit = %v: must be a fraction of saturation in (0, 1]", o.SaturationExit)
+	}
+	if !(o.MFRise > 0 && o.MFRise < 1) {
+		bad("mf_rise = %v: must be in (0, 1)", o.MFRise)
 	}
 	if o.RelaxAfter < 0 {
 		bad("relax_after = %d: must be ≥ 0 periods (0 never relaxes)", o.RelaxAfter)
@@ -310,6 +321,7 @@ type workload struct {
 	since     time.Duration
 	state     State
 	refState  State
+	refMF     float64 // lowest MF in the phase
 	refIPC    float64
 	phaseL2   float64 // L2 MPKI at the start of the phase
 	hasRef    bool
@@ -347,6 +359,7 @@ type pending struct {
 	act     Action
 	k       *kept            // the throttle entry the action created (nil for moves)
 	relax   *kept            // the throttle this window tests the relaxation of (act.Relax)
+	settle  bool             // a restored throttle taking effect: the window only waits
 	left    int              // periods left in the window
 	before  map[string]bool  // hurt before the action
 	rows    map[string]Reuse // rows before the action
@@ -375,6 +388,9 @@ type Controller struct {
 	relaxed map[[2]string]bool
 	// acted holds the workloads an action targeted (their hurt is the controller's doing).
 	acted map[string]bool
+	// banned holds (victim, kind, target) actions undone for their repercussions, until the
+	// victim or target changes phase or a workload leaves.
+	banned map[[3]string]bool
 }
 
 // New validates the options against the machine.
@@ -386,7 +402,7 @@ func New(m *machine.Profile, opt Options) (*Controller, error) {
 		return nil, err
 	}
 	return &Controller{m: m, opt: opt, ws: map[string]*workload{}, exhausted: map[string]bool{}, relaxed: map[[2]string]bool{},
-		acted: map[string]bool{}}, nil
+		acted: map[string]bool{}, banned: map[[3]string]bool{}}, nil
 }
 
 // History returns every action taken so far, in order (undone ones marked Reverted).
@@ -449,6 +465,7 @@ func (c *Controller) Remove(id string) error {
 	delete(c.ws, id)
 	delete(c.acted, id)
 	delete(c.exhausted, id)
+	clear(c.banned) // a departure changes the contention every ban was decided under
 	// a departure can remove the contention a pinned throttle was kept for
 	var ks []*kept
 	for _, k := range c.kept {
@@ -558,7 +575,7 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 	w.newPhase = false
 	if !w.hasRef || math.Abs(l2-w.phaseL2) > c.opt.PhaseThreshold*math.Max(w.phaseL2, 1e-9) {
 		w.newPhase = w.hasRef
-		w.hasRef, w.refIPC, w.refState, w.phaseL2 = true, w.ipc, w.state, l2
+		w.hasRef, w.refIPC, w.refState, w.phaseL2, w.refMF = true, w.ipc, w.state, l2, w.mf
 	} else {
 		if w.ipc > w.refIPC {
 			w.refIPC = w.ipc
@@ -566,6 +583,7 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 		if w.state.Row() < w.refState.Row() {
 			w.refState = w.state
 		}
+		w.refMF = math.Min(w.refMF, w.mf)
 	}
 	w.hurtState = w.slowdown() > 1+c.opt.HurtThreshold
 	if w.hurtState {
@@ -595,7 +613,8 @@ func (c *Controller) hurtKind(w *workload) (HurtKind, bool) {
 	if !w.observed || !w.hurtState {
 		return 0, false
 	}
-	if w.state.Row() > w.refState.Row() {
+	// a workload of the last row (S6–S8) reuses nothing: it cannot lose cache (§2.3)
+	if w.state.Row() > w.refState.Row() || (w.refState.Row() < HighMF && w.mf > w.refMF+c.opt.MFRise) {
 		return CacheHurt, true
 	}
 	sock := w.cfg.socket(c.m)
@@ -627,7 +646,15 @@ func (c *Controller) wmu() float64 {
 
 // control runs the repercussion window, the ladder and the relaxation of kept throttles.
 func (c *Controller) control(now time.Duration, d *Decision) {
-	// a phase change of a throttle's victim or target changes the conditions it was kept under
+	// a phase change of a throttle's victim or target changes the conditions it was kept
+	// under, and those of a banned action
+	for b := range c.banned {
+		for _, id := range []string{b[0], b[2]} {
+			if w, ok := c.ws[id]; ok && w.newPhase {
+				delete(c.banned, b)
+			}
+		}
+	}
 	for _, k := range c.kept {
 		for _, id := range []string{k.act.Target, k.act.Victim} {
 			if w, ok := c.ws[id]; ok && w.newPhase {
@@ -635,7 +662,13 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			}
 		}
 	}
-	if p := c.pend; p != nil && p.relax != nil {
+	if p := c.pend; p != nil && p.settle {
+		p.left--
+		if p.left > 0 {
+			return
+		}
+		c.pend = nil
+	} else if p != nil && p.relax != nil {
 		if c.relaxWindow(p, d) {
 			return
 		}
@@ -655,6 +688,7 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			}
 			c.drop(p.k)
 			c.ep.excluded[[2]string{undo.Kind.String(), undo.Target}] = true
+			c.banned[[3]string{undo.Victim, undo.Kind.String(), undo.Target}] = true
 			d.Undone = append(d.Undone, undo)
 			c.history = append(c.history, undo)
 		}
@@ -782,9 +816,18 @@ func (c *Controller) relaxWindow(p *pending, d *Decision) bool {
 		if t, ok := c.ws[undo.Target]; ok {
 			setRung(undo.Kind, &t.cfg, undo.Before)
 		}
-		p.relax.pinned = true
+		// every step of this throttle is needed: the older steps of the same rung on the
+		// same target are pinned too (else the next relaxation would step the same setting)
+		for _, k := range c.kept {
+			if keyOf(k.act) == keyOf(undo) {
+				k.pinned = true
+			}
+		}
 		d.Undone = append(d.Undone, undo)
 		c.history = append(c.history, undo)
+		// the restored throttle takes a window to act (lines refill) before the ladder may
+		// read the victim's hurt as a new episode
+		c.pend = &pending{act: undo, left: c.opt.Window, settle: true}
 		return true
 	}
 	if p.left > 0 {
@@ -959,7 +1002,7 @@ func (c *Controller) choose(ep *episode) (Action, bool) {
 	ag := c.aggressors(ep)
 	for _, k := range c.ladder(ep.hurt) {
 		for _, a := range ag {
-			if ep.excluded[[2]string{k.String(), a.cfg.ID}] {
+			if ep.excluded[[2]string{k.String(), a.cfg.ID}] || c.banned[[3]string{ep.victim, k.String(), a.cfg.ID}] {
 				continue
 			}
 			if after, ok := c.apply(k, a, c.ws[ep.victim]); ok {
