@@ -466,6 +466,7 @@ func (c *Controller) Remove(id string) error {
 	delete(c.acted, id)
 	delete(c.exhausted, id)
 	clear(c.banned) // a departure changes the contention every ban was decided under
+	clear(c.exhausted)
 	// a departure can remove the contention a pinned throttle was kept for
 	var ks []*kept
 	for _, k := range c.kept {
@@ -653,6 +654,12 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			if w, ok := c.ws[id]; ok && w.newPhase {
 				delete(c.banned, b)
 			}
+		}
+	}
+	for _, w := range c.ws {
+		if w.newPhase {
+			clear(c.exhausted) // the ladders that ran out may have new options
+			break
 		}
 	}
 	for _, k := range c.kept {

@@ -582,3 +582,45 @@ func TestRelaxRetakenIsPinned(t *testing.T) {
 		t.Fatalf("pinned, yet: %v", acts)
 	}
 }
+
+// An action undone for its repercussions is banned for its victim until the victim or the
+// target changes phase or a workload leaves: when the victim's hurt clears for a moment and
+// comes back, the next episode does not repeat the move (no move / move-back ping-pong).
+// Only socket moves are allowed here; moving the streaming X to socket 1 hurts Y there.
+func TestUndoneActionBanned(t *testing.T) {
+	r := newVRig(t, func(o *Options) { o.Skip = []Kind{CATConfine, MBAStep, CPUQuota, CoreMove} })
+	r.add("V", []int{0, 1}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, on: true})
+	r.add("X", []int{2, 3}, &papp{ipc0: 0.5, l2mpki: 40, mf0: 0.95, streaming: true, bwGBs: 10})
+	r.add("Y", []int{16, 17}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, on: true})
+	r.init()
+	for i := 0; i < 3; i++ {
+		r.period()
+	}
+	var acts []string
+	run := func(n int) {
+		for i := 0; i < n; i++ {
+			acts = append(acts, actStrings(r.period())...)
+		}
+	}
+	r.p.apps["X"].on = true
+	run(4)
+	want := []string{"socket-move X", "undo socket-move X (repercussion on [Y])"}
+	if fmt.Sprint(acts) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", acts, want)
+	}
+	// X pauses for a period (V is fine, its exhausted mark clears), then streams again.
+	r.p.apps["X"].on = false
+	run(1)
+	r.p.apps["X"].on = true
+	acts = nil
+	run(10)
+	if len(acts) != 0 {
+		t.Fatalf("the undone move was tried again: %v", acts)
+	}
+	// X's phase changes: the ban is lifted and the move is tried (and undone) once more.
+	r.p.apps["X"].l2mpki = 80
+	run(6)
+	if fmt.Sprint(acts) != fmt.Sprint(want) {
+		t.Fatalf("after X's phase change: got %v, want %v", acts, want)
+	}
+}
