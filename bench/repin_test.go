@@ -58,7 +58,7 @@ containers:
 		s := &scripted{Scheduler: base, placed: map[time.Duration]map[int][]int{}, at: map[time.Duration]sched.Decisions{
 			2 * time.Second: {Repin: []sched.Repin{{Job: 0, CPUs: []int{5, 6}}}, Quota: []sched.QuotaChange{{Job: 1, Quota: 0.7}}},
 			3 * time.Second: {Repin: []sched.Repin{{Job: 1, CPUs: []int{5}}, {Job: 0, CPUs: []int{3}}}}, // busy; too few
-			4 * time.Second: {Repin: []sched.Repin{{Job: 1, CPUs: []int{20}}}},                            // to socket 1
+			4 * time.Second: {Repin: []sched.Repin{{Job: 1, CPUs: []int{20}}}},                          // to socket 1
 		}}
 		f := newFake(bm.Machine)
 		var pf Platform = f
