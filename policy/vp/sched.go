@@ -26,7 +26,7 @@ func init() { sched.Register("vp", NewScheduler) }
 // samples' L2 misses (L2MissesOf).
 //
 // scheduler.options: period_t (s, 1), hurt_threshold (0.1), window (periods, 2),
-// saturation (0.8), saturation_exit (0.75 of saturation), relax_after (periods, 5; 0 never
+// saturation (0.8), saturation_exit (0.75 of saturation), mf_rise (0.05), relax_after (periods, 5; 0 never
 // relaxes), confine_ways (2), mba_floor (machine minimum), quota_step (0.1), quota_floor
 // (0.5), priority_weight (weight of priority jobs, 2), mpki_low/mpki_high (2/15),
 // mf_low/mf_high (0.25/0.6); keys may carry the prefix "vp." (ctlsched.Scoped).
@@ -78,6 +78,8 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 			opt.Saturation = f
 		case "saturation_exit":
 			opt.SaturationExit = f
+		case "mf_rise":
+			opt.MFRise = f
 		case "relax_after":
 			opt.RelaxAfter = int(f)
 		case "confine_ways":
@@ -102,7 +104,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		case "mf_high":
 			opt.MFHigh = f
 		default:
-			return nil, fmt.Errorf("vp: unknown scheduler.options key %q (known: period_t, hurt_threshold, window, saturation, saturation_exit, relax_after, confine_ways, mba_floor, quota_step, quota_floor, priority_weight, mpki_low, mpki_high, mf_low, mf_high)", k)
+			return nil, fmt.Errorf("vp: unknown scheduler.options key %q (known: period_t, hurt_threshold, window, saturation, saturation_exit, mf_rise, relax_after, confine_ways, mba_floor, quota_step, quota_floor, priority_weight, mpki_low, mpki_high, mf_low, mf_high)", k)
 		}
 	}
 	c, err := New(m, opt)

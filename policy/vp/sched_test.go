@@ -24,6 +24,7 @@ func TestSchedulerOptionsRejected(t *testing.T) {
 		{map[string]any{"relax_after": 2.5}, "whole number"},
 		{map[string]any{"relax_after": -1}, "relax_after"},
 		{map[string]any{"saturation_exit": 0}, "saturation_exit"},
+		{map[string]any{"vp.mf_rise": 1}, "mf_rise"},
 	} {
 		cfg := sched.DefaultConfig()
 		cfg.Options = tc.opts
