@@ -108,7 +108,7 @@ func (r *ipcRecorder) Allocation(a bench.AllocationRecord) error {
 }
 
 func (r *ipcRecorder) Event(e bench.EventRecord) error {
-	if e.Kind == "migrate" {
+	if e.Kind == "migrate" || e.Kind == "repin" || e.Kind == "quota" {
 		r.mark(e.T)
 	}
 	return nil
