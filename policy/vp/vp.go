@@ -489,6 +489,9 @@ func (c *Controller) Remove(id string) error {
 		c.ep, c.pend = nil, nil
 	}
 	if c.pend != nil && (c.pend.act.Target == id || c.pend.relax != nil && c.pend.act.Victim == id) {
+		if c.pend.relax != nil { // the relaxation stands: that step is no longer kept
+			c.drop(c.pend.relax)
+		}
 		c.pend = nil
 	}
 	c.changed = true
@@ -561,6 +564,7 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 	}
 	w.acc = Sample{ID: w.cfg.ID}
 	w.since = now
+	w.newPhase = false
 	if s.Instructions <= 0 || s.Cycles <= 0 || dt <= 0 {
 		w.observed = false
 		return
@@ -573,7 +577,6 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 	w.bwRate = s.MemBytes / dt
 	w.state = c.opt.Classify(w.l3mpki, w.mf)
 	l2 := L3MPKI(s.L2Misses, s.Instructions) // same formula: misses per kilo-instruction
-	w.newPhase = false
 	if !w.hasRef || math.Abs(l2-w.phaseL2) > c.opt.PhaseThreshold*math.Max(w.phaseL2, 1e-9) {
 		w.newPhase = w.hasRef
 		w.hasRef, w.refIPC, w.refState, w.phaseL2, w.refMF = true, w.ipc, w.state, l2, w.mf
