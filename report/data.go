@@ -236,6 +236,12 @@ func (d *runData) load(st *store.Store) error {
 	return nil
 }
 
+// partitionOnly tells whether the run holds partitioning results and nothing a scheduler
+// run records (jobs, samples, allocations, events, probes).
+func (d *runData) partitionOnly() bool {
+	return len(d.parts) > 0 && len(d.jobs) == 0 && d.nSamples == 0 && len(d.allocs) == 0 && len(d.events) == 0 && len(d.probes) == 0
+}
+
 // jobIDs returns the ids of jobs with samples, sorted, batch first then priority (so
 // priority lines are drawn on top).
 func (d *runData) jobIDs() []int {

@@ -61,12 +61,25 @@ func Write(w io.Writer, opts Options) (Stats, error) {
 	}
 	p := &page{title: title}
 	p.header(dirs)
-	p.summary(runs)
-	p.cdf(runs)
+	// Runs that only hold partitioning results (colo partition --out) are drawn by the
+	// STP-versus-unfairness section alone: they have no scheduler summary, jobs or samples.
+	var sched []*runData
+	for _, r := range runs {
+		if !r.partitionOnly() {
+			sched = append(sched, r)
+		}
+	}
+	if len(sched) > 0 || len(sched) == len(runs) {
+		p.summary(sched)
+	}
+	p.cdf(sched)
 	p.partitions(runs)
 	for _, r := range runs {
-		p.runSection(r)
 		st.Runs++
+		if r.partitionOnly() {
+			continue
+		}
+		p.runSection(r)
 		st.Jobs += len(r.jobs)
 		st.Samples += r.nSamples
 	}
@@ -291,19 +304,29 @@ func (p *page) partitions(runs []*runData) {
 	const h = 320
 	var sb strings.Builder
 	f := newFrame(&sb, h, math.Max(1, lo-padX), hi+padX, ylo-padY, yhi+padY, false, "STP (higher is better)")
-	for _, q := range parts {
-		if math.IsNaN(q.Unfairness) || math.IsNaN(q.STP) {
-			continue
+	// One group (series) per policy; each point carries its exact values for scripts and tests.
+	total := 0
+	for _, n := range names {
+		var pts strings.Builder
+		k := 0
+		for _, q := range parts {
+			if q.Policy != n || math.IsNaN(q.Unfairness) || math.IsNaN(q.STP) {
+				continue
+			}
+			fmt.Fprintf(&pts, `<circle class="point" r="5" cx="%s" cy="%s" data-workload="%s" data-stp="%s" data-unfairness="%s"><title>workload %s / %s: STP %.3f, unfairness %.3f, ANTT %.3f</title></circle>`,
+				f1(f.x.at(q.Unfairness)), f1(f.y.at(q.STP)), esc(q.Workload), fullFloat(q.STP), fullFloat(q.Unfairness), esc(q.Workload), esc(q.Policy), q.STP, q.Unfairness, q.ANTT)
+			k++
 		}
-		fmt.Fprintf(&sb, `<circle class="point" r="5" cx="%s" cy="%s" fill="%s"><title>%s / %s: STP %.3f, unfairness %.3f, ANTT %.3f</title></circle>`,
-			f1(f.x.at(q.Unfairness)), f1(f.y.at(q.STP)), color(policies[q.Policy]), esc(q.Workload), esc(q.Policy), q.STP, q.Unfairness, q.ANTT)
+		total += k
+		fmt.Fprintf(&sb, `<g class="policy-series" data-policy="%s" data-points="%d" fill="%s">%s</g>`, esc(n), k, color(policies[n]), pts.String())
 	}
 	fmt.Fprintf(&sb, `<text class="xlabel" x="%d" y="%d" text-anchor="middle">unfairness = max slowdown / min slowdown (lower is better)</text>`, (marginL+chartW-marginR)/2, h-2)
 	var legend []string
 	for _, n := range names {
 		legend = append(legend, fmt.Sprintf(`<span class="key" style="--c:%s">%s</span>`, color(policies[n]), esc(n)))
 	}
-	p.chart("scatter", "One point per (workload, policy). "+strings.Join(legend, " "), h, sb.String())
+	p.chart("scatter", "One point per (workload, policy). "+strings.Join(legend, " "), h,
+		fmt.Sprintf(`<g data-points="%d">%s</g>`, total, sb.String()))
 	// Table: per policy means.
 	p.body.WriteString(`<details><summary>Partition results table</summary><table><tr><th>workload</th><th>policy</th><th>STP</th><th>ANTT</th><th>unfairness</th><th>Jain</th><th>apps (ways, slowdown)</th></tr>`)
 	for _, q := range parts {
