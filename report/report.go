@@ -387,6 +387,11 @@ func (p *page) seriesChart(r *runData, m int) {
 		return
 	}
 	ids := r.jobIDs()
+	drawn, why := r.drawnJobs()
+	draw := map[int]bool{}
+	for _, id := range drawn {
+		draw[id] = true
+	}
 	ymax := 0.0
 	for _, id := range ids {
 		js := r.series[id]
@@ -413,7 +418,8 @@ func (p *page) seriesChart(r *runData, m int) {
 	gcnt := [2][]int{make([]int, r.nBuckets), make([]int, r.nBuckets)}
 	points := 0
 	var legend []string
-	for i, id := range ids {
+	lines := 0
+	for _, id := range ids {
 		js := r.series[id]
 		j := r.job[id]
 		xs, ys = xs[:0], ys[:0]
@@ -432,15 +438,19 @@ func (p *page) seriesChart(r *runData, m int) {
 				points++
 			}
 		}
+		if !draw[id] {
+			continue // counted in the means only
+		}
 		cls := "series batch"
 		stroke := ""
 		if j.Priority {
 			cls = "series prio"
 		}
 		if few {
-			stroke = fmt.Sprintf(` style="stroke:%s"`, color(i))
-			legend = append(legend, fmt.Sprintf(`<span class="key%s" style="--c:%s">%s</span>`, map[bool]string{true: " prio", false: ""}[j.Priority], color(i), esc(jobName(j, id))))
+			stroke = fmt.Sprintf(` style="stroke:%s"`, color(lines))
+			legend = append(legend, fmt.Sprintf(`<span class="key%s" style="--c:%s">%s</span>`, map[bool]string{true: " prio", false: ""}[j.Priority], color(lines), esc(jobName(j, id))))
 		}
+		lines++
 		fmt.Fprintf(&sb, `<path class="%s" data-job="%d"%s d="%s"><title>%s</title></path>`, cls, id, stroke, f.joined(xs, ys), esc(jobTitle(j, id)))
 	}
 	if !few {
@@ -469,8 +479,11 @@ func (p *page) seriesChart(r *runData, m int) {
 				f1(x0), marginT, f1(math.Max(x1-x0, 0.5)), f1(h-marginB-marginT), pr.Job, pr.Ways, pct(pr.MBA), esc(pr.Result))
 		}
 	}
-	p.chart("series-"+info.key, fmt.Sprintf(`%s (%s), %d jobs, %d points. %s`, info.title, info.unit, len(ids), points, strings.Join(legend, " ")), h,
-		fmt.Sprintf(`<g data-points="%d">%s</g>`, points, sb.String()))
+	if why != "" {
+		why = `<span class="capped">` + esc(why) + `</span> `
+	}
+	p.chart("series-"+info.key, fmt.Sprintf(`%s (%s), %d jobs, %d points. %s%s`, info.title, info.unit, len(ids), points, why, strings.Join(legend, " ")), h,
+		fmt.Sprintf(`<g data-points="%d" data-jobs="%d" data-lines="%d">%s</g>`, points, len(ids), lines, sb.String()))
 }
 
 func jobName(j store.Job, id int) string {
