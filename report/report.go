@@ -199,18 +199,27 @@ func (p *page) summary(runs []*runData) {
 		}
 	}
 	if len(keys) > 0 {
-		var ks []string
-		for k := range keys {
-			ks = append(ks, k)
+		// Known counters first, in extraKeys' order and with their meaning; others after, sorted.
+		var ks, rest []string
+		for _, e := range extraKeys {
+			if keys[e.key] {
+				ks = append(ks, e.key)
+			}
 		}
-		sort.Strings(ks)
-		p.body.WriteString(`<details><summary>More summary numbers</summary><table class="extra"><tr><th></th>`)
+		for k := range keys {
+			if extraMeaning(k) == "" {
+				rest = append(rest, k)
+			}
+		}
+		sort.Strings(rest)
+		ks = append(ks, rest...)
+		p.body.WriteString(`<details open><summary>More summary numbers</summary><table class="extra"><tr><th></th>`)
 		for _, r := range runs {
 			fmt.Fprintf(&p.body, `<th>%s</th>`, esc(r.label))
 		}
-		p.body.WriteString(`</tr>`)
+		p.body.WriteString(`<th>meaning</th></tr>`)
 		for _, k := range ks {
-			fmt.Fprintf(&p.body, `<tr><td>%s</td>`, esc(k))
+			fmt.Fprintf(&p.body, `<tr data-key="%s"><td><code>%s</code></td>`, esc(k), esc(k))
 			for _, r := range runs {
 				v, ok := r.sum.Extra[k]
 				if !ok {
@@ -222,13 +231,43 @@ func (p *page) summary(runs []*runData) {
 				}
 				fmt.Fprintf(&p.body, `<td>%s</td>`, cell)
 			}
-			p.body.WriteString(`</tr>`)
+			fmt.Fprintf(&p.body, `<td class="meaning">%s</td></tr>`, esc(extraMeaning(k)))
 		}
 		p.body.WriteString(`</table></details>`)
 	}
 	if base != nil && len(runs) > 1 {
 		fmt.Fprintf(&p.body, `<p class="note">Changes in parentheses are relative to %s.</p>`, esc(base.label))
 	}
+}
+
+// extraKeys are the summary counters colo run stores in summaries.extra (bench.StoreSummary),
+// in the order the report lists them, with what they count.
+var extraKeys = []struct{ key, meaning string }{
+	{"jobs_total", "jobs in the trace"},
+	{"jobs_started", "jobs admitted (placed and started)"},
+	{"jobs_queued_at_end", "jobs that arrived but still waited for admission when the run ended (state queued)"},
+	{"jobs_not_started", "jobs arriving at or after max_t: the run ended before they could be admitted (state not-started)"},
+	{"priority_jobs", "priority jobs in the trace"},
+	{"batch_jobs", "batch jobs in the trace"},
+	{"probes", "allocation probes started"},
+	{"probes_failed", "probes that failed"},
+	{"reprobes", "probes of a job that had been probed before"},
+	{"migrations", "jobs moved to another socket (rebalancing, forced moves)"},
+	{"consolidations", "scheduler decisions after which moved groups lost cached ways (consolidation)"},
+	{"consolidated_ways", "ways whose cached lines moved groups lost, summed over the consolidations"},
+	{"allocation_errors", "allocations the platform failed to apply"},
+	{"allocation_mismatches", "collector read-backs that disagreed with what the scheduler applied"},
+	{"samples", "collector samples recorded"},
+	{"partition_results", "(workload, policy) results of colo partition"},
+}
+
+func extraMeaning(k string) string {
+	for _, e := range extraKeys {
+		if e.key == k {
+			return e.meaning
+		}
+	}
+	return ""
 }
 
 // cdf draws, per scheduler run, the empirical CDF of the priority jobs' time over target.
@@ -350,8 +389,8 @@ func (p *page) runSection(r *runData) {
 			prio++
 		}
 	}
-	fmt.Fprintf(&p.body, `<p class="note">%d jobs (%d priority), %d samples over %s; series are means over %s buckets.</p>`,
-		len(r.jobs), prio, r.nSamples, fmtTime(r.tMax, r.tMax > 600), fmtNum(r.bucket)+" s")
+	fmt.Fprintf(&p.body, `<p class="note">%d jobs (%d priority; %s), %d samples over %s; series are means over %s buckets.</p>`,
+		len(r.jobs), prio, esc(stateCounts(r.jobs)), r.nSamples, fmtTime(r.tMax, r.tMax > 600), fmtNum(r.bucket)+" s")
 	p.body.WriteString(`<section class="run">`)
 	if r.nSamples == 0 {
 		p.body.WriteString(`<p class="note">No samples were recorded for this run.</p>`)
@@ -364,6 +403,33 @@ func (p *page) runSection(r *runData) {
 	p.lanes(r)
 	p.jobsTable(r)
 	p.body.WriteString(`</section>`)
+}
+
+// jobStates lists the job states of colo run (bench.State*) in the order the report counts them.
+var jobStates = []string{"completed", "running", "killed", "expired", "rejected", "queued", "not-started"}
+
+// stateCounts says how many jobs ended in each state, e.g. "629 completed, 74 queued".
+func stateCounts(jobs []store.Job) string {
+	n := map[string]int{}
+	for _, j := range jobs {
+		n[j.State]++
+	}
+	var parts []string
+	for _, st := range jobStates {
+		if n[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+			delete(n, st)
+		}
+	}
+	var rest []string
+	for st := range n {
+		rest = append(rest, st)
+	}
+	sort.Strings(rest)
+	for _, st := range rest {
+		parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func sanitize(s string) string {

@@ -71,7 +71,7 @@ type Job struct {
 	Arrival    time.Duration `json:"arrival_ns"`
 	Start      time.Duration `json:"start_ns"` // Unset when never started
 	Stop       time.Duration `json:"stop_ns"`  // Unset when not stopped
-	State      string        `json:"state"`    // queued, running, completed, rejected, killed
+	State      string        `json:"state"`    // queued, running, completed, rejected, killed, expired, not-started (docs/report.md)
 	Reason     string        `json:"reason,omitempty"`
 }
 

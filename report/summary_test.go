@@ -1,0 +1,81 @@
+package report
+
+import (
+	"math"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"colo/store"
+)
+
+// The orchestrator's counters (summaries.extra) appear in "More summary numbers" with
+// their values per scheduler and their meaning, known keys in a fixed order before
+// unknown ones; the run section counts jobs per state, not-started included.
+func TestSummaryExtrasAndStates(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	st, err := store.Create(dir, store.Meta{Name: "extras", Machine: "icx-4314-2s", Platform: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extras := []map[string]float64{
+		{"reprobes": 3, "migrations": 12, "jobs_not_started": 2, "jobs_queued_at_end": 5, "zz_custom": 1.5},
+		{"reprobes": 0, "migrations": 1, "jobs_not_started": 2, "jobs_queued_at_end": 7},
+	}
+	states := []string{"completed", "completed", "queued", "not-started", "not-started", "killed"}
+	for i, sched := range []string{"least-loaded", "dynamic"} {
+		w, err := st.BeginRun(store.Run{Scheduler: sched})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, state := range states {
+			j := store.Job{ID: id, Name: "j", IPCETarget: math.NaN(), Socket: -1, Start: store.Unset, Stop: store.Unset, State: state}
+			if err := w.Job(j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Samples([]store.Sample{{Job: 0, T: time.Second, Interval: time.Second, IPC: 1, IPCE: 0.5, Stalled: 0.5,
+			Instructions: 1, Cycles: 1, StallsTotal: math.NaN(), StallsL3Miss: math.NaN(), LLCRefs: math.NaN(), LLCMisses: math.NaN(),
+			OccupancyBytes: math.NaN(), MemBytesLocal: math.NaN(), MemBytesTotal: math.NaN()}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Finish(store.Summary{Name: sched, JobsCompleted: 2, Extra: extras[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	html, _ := render(t, dir)
+	row := func(k string) []string {
+		m := regexp.MustCompile(`<tr data-key="` + k + `"><td><code>[^<]*</code></td><td>([^<]*)</td><td>([^<]*)</td><td class="meaning">([^<]*)</td></tr>`).FindStringSubmatch(html)
+		if m == nil {
+			t.Fatalf("no row %s in More summary numbers", k)
+		}
+		return m[1:]
+	}
+	for k, want := range map[string][2]string{"reprobes": {"3", "0"}, "migrations": {"12", "1"}, "jobs_not_started": {"2", "2"},
+		"jobs_queued_at_end": {"5", "7"}, "zz_custom": {"1.5", "—"}} {
+		got := row(k)
+		if got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("%s: %v, want %v", k, got[:2], want)
+		}
+		if k != "zz_custom" && got[2] == "" {
+			t.Errorf("%s has no meaning", k)
+		}
+	}
+	order := regexp.MustCompile(`<tr data-key="([a-z_]+)"`).FindAllStringSubmatch(html, -1)
+	var keys []string
+	for _, o := range order {
+		keys = append(keys, o[1])
+	}
+	if strings.Join(keys, ",") != "jobs_queued_at_end,jobs_not_started,reprobes,migrations,zz_custom" {
+		t.Errorf("row order %v", keys)
+	}
+	if n := strings.Count(html, "6 jobs (0 priority; 2 completed, 1 killed, 1 queued, 2 not-started)"); n != 2 {
+		t.Errorf("job state counts shown %d times, want once per scheduler", n)
+	}
+}
