@@ -308,6 +308,10 @@ func (p *page) cdf(runs []*runData) {
 	p.chart("cdf", "Empirical CDF of time over target per priority job (metric.TimeOverTarget on the job's IPCE samples). Further right is better. "+strings.Join(legend, " "), h, sb.String())
 }
 
+// hollowMarker tells whether the i-th policy of the scatter is drawn as rings: the palette
+// has 12 colours and colo partition 13 policies, so the colours repeat as rings.
+func hollowMarker(i int) bool { return (i/len(palette))%2 == 1 }
+
 // partitions draws STP versus unfairness for partition results, one colour per policy.
 func (p *page) partitions(runs []*runData) {
 	var parts []store.PartitionResult
@@ -357,12 +361,20 @@ func (p *page) partitions(runs []*runData) {
 			k++
 		}
 		total += k
-		fmt.Fprintf(&sb, `<g class="policy-series" data-policy="%s" data-points="%d" fill="%s">%s</g>`, esc(n), k, color(policies[n]), pts.String())
+		paint := fmt.Sprintf(`fill="%s"`, color(policies[n]))
+		if hollowMarker(policies[n]) {
+			paint = fmt.Sprintf(`style="--c:%s"`, color(policies[n]))
+		}
+		fmt.Fprintf(&sb, `<g class="policy-series%s" data-policy="%s" data-points="%d" %s>%s</g>`, map[bool]string{true: " ring", false: ""}[hollowMarker(policies[n])], esc(n), k, paint, pts.String())
 	}
 	fmt.Fprintf(&sb, `<text class="xlabel" x="%d" y="%d" text-anchor="middle">unfairness = max slowdown / min slowdown (lower is better)</text>`, (marginL+chartW-marginR)/2, h-2)
 	var legend []string
 	for _, n := range names {
-		legend = append(legend, fmt.Sprintf(`<span class="key" style="--c:%s">%s</span>`, color(policies[n]), esc(n)))
+		cls := "key dot"
+		if hollowMarker(policies[n]) {
+			cls = "key ring"
+		}
+		legend = append(legend, fmt.Sprintf(`<span class="%s" style="--c:%s">%s</span>`, cls, color(policies[n]), esc(n)))
 	}
 	p.chart("scatter", "One point per (workload, policy). "+strings.Join(legend, " "), h,
 		fmt.Sprintf(`<g data-points="%d">%s</g>`, total, sb.String()))

@@ -51,7 +51,7 @@ func runSplit(t *testing.T, args ...string) (stdout, stderr string, err error) {
 }
 
 var (
-	seriesRe = regexp.MustCompile(`<g class="policy-series" data-policy="([^"]+)" data-points="(\d+)"[^>]*>(.*?)</g>`)
+	seriesRe = regexp.MustCompile(`<g class="policy-series(?: ring)?" data-policy="([^"]+)" data-points="(\d+)"[^>]*>(.*?)</g>`)
 	pointRe  = regexp.MustCompile(`<circle class="point"[^>]* data-workload="([^"]+)" data-stp="([^"]+)" data-unfairness="([^"]+)"`)
 )
 
@@ -61,7 +61,7 @@ var (
 // loaded in headless Chromium (no console errors, the same series and points in the DOM);
 // COLO_TEST_SHOTS=1 keeps a screenshot of the scatter in $COLO_TEST_OUT.
 func TestPartitionOutReportScatter(t *testing.T) {
-	pols := []string{"shared", "equal", "ucp", "lfoc+", "opt-stp", "optc-unf"}
+	pols := policy.Names() // all 13: more than the 12 colours, so rings are exercised too
 	dir := filepath.Join(t.TempDir(), "part")
 	stdout, stderr, err := runSplit(t, "partition", "--workloads", "../../data/pbbcache-skylake/workloads.csv",
 		"--policy", strings.Join(pols, ","), "--bw-model", "stalls", "--format", "json", "--jobs", "2", "--progress", "off", "--out", dir)
@@ -229,7 +229,9 @@ func checkScatterInChromium(t *testing.T, html string, pols []string, nwl int) {
 	}
 	// Per series: policy and the number of circles the browser laid out with a size.
 	js, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(Array.from(document.querySelectorAll('figure[data-chart=scatter] g.policy-series')).map(function(g){
-		return {policy:g.dataset.policy, drawn:Array.from(g.querySelectorAll('circle.point')).filter(function(c){var b=c.getBoundingClientRect();return b.width>0&&b.height>0}).length};
+		var cs=Array.from(g.querySelectorAll('circle.point')), st=cs.length?getComputedStyle(cs[0]):null;
+		return {policy:g.dataset.policy, drawn:cs.filter(function(c){var b=c.getBoundingClientRect();return b.width>0&&b.height>0}).length,
+		        look: st?st.fill+'/'+(st.fill==='none'?st.stroke:''):''};
 	}))`))
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +239,7 @@ func checkScatterInChromium(t *testing.T, html string, pols []string, nwl int) {
 	var got []struct {
 		Policy string `json:"policy"`
 		Drawn  int    `json:"drawn"`
+		Look   string `json:"look"`
 	}
 	if err := json.Unmarshal([]byte(js), &got); err != nil {
 		t.Fatal(err)
@@ -244,10 +247,15 @@ func checkScatterInChromium(t *testing.T, html string, pols []string, nwl int) {
 	if len(got) != len(pols) {
 		t.Errorf("Chromium shows %d policy series, want %d: %s", len(got), len(pols), js)
 	}
+	looks := map[string]string{}
 	for _, g := range got {
 		if g.Drawn != nwl {
 			t.Errorf("Chromium: policy %s has %d visible points, want %d", g.Policy, g.Drawn, nwl)
 		}
+		if other, ok := looks[g.Look]; ok || g.Look == "" {
+			t.Errorf("Chromium: policies %s and %s look the same (%q)", g.Policy, other, g.Look)
+		}
+		looks[g.Look] = g.Policy
 	}
 	if os.Getenv("COLO_TEST_SHOTS") != "" {
 		b, err := chromedp.Run(ctx, chromedp.Screenshot(`figure[data-chart=scatter]`))
