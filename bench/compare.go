@@ -25,7 +25,20 @@ type Report struct {
 	RunDir     string    `json:"run_dir,omitempty"`
 	Schedulers []Summary `json:"schedulers"`
 	Comparison []Change  `json:"comparison,omitempty"`
-	Results    []*Result `json:"-"`
+	// Influx is the InfluxDB sink's outcome when the benchmark has a data.db block.
+	Influx  *SinkStats `json:"influx,omitempty"`
+	Results []*Result  `json:"-"`
+}
+
+// SinkStats is what the InfluxDB sink (data.db) delivered during a run: lines queued,
+// acknowledged by the database, and not delivered (kept in Spool).
+type SinkStats struct {
+	Target      string `json:"target"` // host/database
+	Queued      int64  `json:"queued"`
+	Delivered   int64  `json:"delivered"`
+	Undelivered int64  `json:"undelivered"`
+	Spool       string `json:"spool,omitempty"`
+	LastError   string `json:"last_error,omitempty"`
 }
 
 // Change compares one scheduler against the first (the baseline), in percent
@@ -64,14 +77,20 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 	rep := &Report{Benchmark: bm.Name, File: bm.File, Machine: bm.Machine.Name, Platform: bm.Platform,
 		TraceSeed: bm.TraceSeed, Jobs: len(bm.Jobs), MaxT: bm.MaxT.Seconds()}
 	for _, name := range names {
-		cfg := bm.Sched
-		cfg.Implementation = name
-		s, err := sched.New(name, sched.Env{Machine: bm.Machine, Config: cfg})
+		// the platform first: on linux it detects the host, whose geometry the scheduler
+		// and the report must use (not the YAML's machine:)
+		pf, err := NewPlatform(bm)
 		if err != nil {
 			return nil, err
 		}
-		pf, err := NewPlatform(bm)
+		rep.Machine = pf.Machine().Name
+		cfg := bm.Sched
+		cfg.Implementation = name
+		env := sched.Env{Machine: pf.Machine(), Config: cfg}
+		env.IPCEUnavailable = IPCEUnavailable(pf)
+		s, err := sched.New(name, env)
 		if err != nil {
+			pf.Close()
 			return nil, err
 		}
 		var rec Recorder = Discard{}
@@ -102,6 +121,9 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 			wall = opt.Wall().Sub(t0)
 		}
 		sum := Summarize(res, wall)
+		if env.IPCEUnavailable != "" {
+			sum.Notes = append(sum.Notes, "IPC/IPCE unavailable on this platform ("+env.IPCEUnavailable+"): IPCE results are empty, and schedulers that probe allocations (dynamic) do not")
+		}
 		if err := finish(sum); err != nil {
 			return nil, err
 		}
@@ -159,13 +181,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("time over target p90", func(s Summary) string { return frac(s.TimeOverTargetP90) })
 	row("jobs completed", func(s Summary) string { return fmt.Sprint(s.JobsCompleted) })
 	row("jobs rejected", func(s Summary) string { return fmt.Sprint(s.JobsRejected) })
+	row("jobs queued at max_t", func(s Summary) string { return fmt.Sprint(s.JobsQueuedAtEnd) })
+	row("jobs arriving after max_t", func(s Summary) string { return fmt.Sprint(s.JobsNotStarted) })
 	row("queueing delay mean", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayMean) })
 	row("queueing delay p90", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayP90) })
 	row("probes (failed)", func(s Summary) string { return fmt.Sprintf("%d (%d)", s.Probes, s.ProbesFailed) })
+	row("re-probes", func(s Summary) string { return fmt.Sprint(s.Reprobes) })
+	row("migrations", func(s Summary) string { return fmt.Sprint(s.Migrations) })
 	row("consolidations", func(s Summary) string { return fmt.Sprint(s.Consolidations) })
 	row("wall time", func(s Summary) string { return fmt.Sprintf("%.2f s", s.WallSeconds) })
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, s := range r.Schedulers {
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "%s: note: %s\n", s.Name, n)
+		}
 	}
 	for _, c := range r.Comparison {
 		fmt.Fprintf(w, "%s vs %s: priority IPCE %+.1f %% (%+.2f pp), batch IPCE %+.1f %% (%+.2f pp), global IPCE %+.1f %% (%+.2f pp)\n",
@@ -173,6 +204,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if r.RunDir != "" {
 		fmt.Fprintf(w, "results: %s\n", r.RunDir)
+	}
+	if s := r.Influx; s != nil {
+		fmt.Fprintf(w, "influxdb %s: %d points delivered, %d undelivered", s.Target, s.Delivered, s.Undelivered)
+		if s.Undelivered > 0 {
+			fmt.Fprintf(w, " (kept in %s)", s.Spool)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }

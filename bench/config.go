@@ -57,6 +57,8 @@ type Scheduler struct {
 	RebalanceThreshold *float64       `yaml:"rebalance_threshold"`
 	RebalanceMinGain   *float64       `yaml:"rebalance_min_gain"`
 	Defragment         *bool          `yaml:"defragment"`
+	Reprobe            *bool          `yaml:"reprobe"`
+	ForceMove          *bool          `yaml:"force_move_for_priority_admission"`
 	Prober             Prober         `yaml:"prober"`
 	Options            map[string]any `yaml:"options"`
 }

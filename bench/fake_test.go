@@ -23,12 +23,13 @@ type fakePlatform struct {
 }
 
 type fakeJob struct {
-	spec   JobSpec
-	socket int
-	cores  int
-	mask   uint64
-	mba    int
-	c      Counters
+	spec    JobSpec
+	started time.Duration
+	socket  int
+	cores   int
+	mask    uint64
+	mba     int
+	c       Counters
 }
 
 func newFake(m *machine.Profile) *fakePlatform {
@@ -37,13 +38,13 @@ func newFake(m *machine.Profile) *fakePlatform {
 
 func (f *fakePlatform) Machine() *machine.Profile { return f.m }
 func (f *fakePlatform) Check(j JobSpec) error {
-	if !strings.HasPrefix(j.Workload, "tip:") && !strings.HasPrefix(j.Workload, "flat:") {
-		return fmt.Errorf("workload %q is not tip:N or flat:X", j.Workload)
+	if !strings.HasPrefix(j.Workload, "tip:") && !strings.HasPrefix(j.Workload, "flat:") && !strings.HasPrefix(j.Workload, "phase:") {
+		return fmt.Errorf("workload %q is not tip:N, phase:N:M:T or flat:X", j.Workload)
 	}
 	return nil
 }
 func (f *fakePlatform) Start(j JobSpec, cpus []int) error {
-	f.jobs[j.ID] = &fakeJob{spec: j, socket: f.m.SocketOfCore(cpus[0]), cores: len(cpus)}
+	f.jobs[j.ID] = &fakeJob{spec: j, socket: f.m.SocketOfCore(cpus[0]), cores: len(cpus), started: f.now}
 	return nil
 }
 func (f *fakePlatform) Stop(id int) error { delete(f.jobs, id); return nil }
@@ -84,6 +85,14 @@ func (f *fakePlatform) Close() error       { return nil }
 
 func (f *fakePlatform) ipce(j *fakeJob) float64 {
 	kind, arg, _ := strings.Cut(j.spec.Workload, ":")
+	if kind == "phase" { // phase:N:M:T — tip:N until T seconds of run time, then tip:M
+		var n, m, at int
+		fmt.Sscanf(arg, "%d:%d:%d", &n, &m, &at)
+		kind, arg = "tip", strconv.Itoa(n)
+		if f.now-j.started >= time.Duration(at)*time.Second {
+			arg = strconv.Itoa(m)
+		}
+	}
 	x, _ := strconv.ParseFloat(arg, 64)
 	if kind == "tip" {
 		if bits.OnesCount64(j.mask) >= int(x) {

@@ -114,3 +114,22 @@ func NewPlatform(bm *Benchmark) (Platform, error) {
 	}
 	return f(bm)
 }
+
+// CounterReporter is implemented by platforms that know before a run whether their
+// counters can give IPCE (cycles and stall cycles: a hardware PMU with the
+// microarchitecture's raw stall events). The simulator always can; a VM without a PMU
+// cannot.
+type CounterReporter interface {
+	// IPCEUnavailable returns "" when IPCE can be measured, else why not (and how to
+	// fix it).
+	IPCEUnavailable() string
+}
+
+// IPCEUnavailable asks pf whether IPCE can be measured: "" when it can or when pf does
+// not say (CounterReporter), else the platform's reason.
+func IPCEUnavailable(pf Platform) string {
+	if c, ok := pf.(CounterReporter); ok {
+		return c.IPCEUnavailable()
+	}
+	return ""
+}

@@ -21,6 +21,9 @@ const (
 	StateRejected  = "rejected"
 	StateKilled    = "killed" // still running at max_t
 	StateExpired   = "expired"
+	// StateNotStarted: the job arrives at or after max_t, so the run ends before it could
+	// be admitted (a static trace longer than max_t).
+	StateNotStarted = "not-started"
 )
 
 // JobRecord is a job and its current state (upserted on every change).

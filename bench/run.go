@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"colo/machine"
 	"colo/metric"
 	"colo/probe"
 	"colo/sched"
@@ -42,6 +43,7 @@ type rjob struct {
 	appliedMask uint64
 	appliedMBA  int
 	probe       *activeProbe
+	probes      int
 }
 
 type activeProbe struct {
@@ -84,6 +86,8 @@ type Result struct {
 	Samples          int
 	Probes           int
 	ProbesFailed     int
+	Reprobes         int // probes of a job that had been probed before
+	Migrations       int // jobs moved to another socket (rebalancing, forced moves)
 	Consolidations   int
 	ConsolidatedWays int
 	// AllocationMismatches counts collector read-backs that disagreed with what the
@@ -95,6 +99,7 @@ type Result struct {
 
 type runner struct {
 	bm      *Benchmark
+	m       *machine.Profile // the platform's machine (on linux the detected host)
 	pf      Platform
 	sch     sched.Scheduler
 	rec     Recorder
@@ -160,7 +165,7 @@ func Run(bm *Benchmark, pf Platform, sch sched.Scheduler, opt Options) (*Result,
 			return nil, &Error{File: bm.Jobs[i].Source, Msg: fmt.Sprintf("job %s: %v", bm.Jobs[i].Name, err)}
 		}
 	}
-	r := &runner{bm: bm, pf: pf, sch: sch, rec: opt.Recorder, warn: opt.Warn, byID: map[int]*rjob{},
+	r := &runner{bm: bm, m: pf.Machine(), pf: pf, sch: sch, rec: opt.Recorder, warn: opt.Warn, byID: map[int]*rjob{},
 		busy: map[int]int{}, res: &Result{Scheduler: sch.Name()}, defMask: map[int]uint64{}}
 	if r.rec == nil {
 		r.rec = Discard{}
@@ -170,7 +175,7 @@ func Run(bm *Benchmark, pf Platform, sch sched.Scheduler, opt Options) (*Result,
 		r.jobs = append(r.jobs, j)
 		r.byID[j.spec.ID] = j
 	}
-	m := bm.Machine
+	m := r.m
 	for s := 0; s < m.Sockets; s++ {
 		r.defMask[s] = m.FullMask()
 	}
@@ -274,8 +279,8 @@ func (r *runner) loop() error {
 		if bm.MaxT > 0 {
 			next = min(next, bm.MaxT)
 		}
-		if next <= now {
-			next = now + time.Millisecond
+		if cur := pf.Now(); next <= cur { // starts and reads take platform time (linux)
+			next = cur + time.Millisecond
 		}
 		if err := pf.Advance(next); err != nil {
 			return fmt.Errorf("platform: %w", err)
@@ -288,6 +293,11 @@ func (r *runner) loop() error {
 	}
 	for _, j := range r.queue {
 		j.reason = "still queued at max_t"
+		r.recordJob(j)
+	}
+	for _, j := range r.jobs[nextArrival:] { // arrive at or after max_t: never admitted
+		j.state = StateNotStarted
+		j.reason = fmt.Sprintf("arrives at %v, not before max_t (%v)", j.spec.Arrival, bm.MaxT)
 		r.recordJob(j)
 	}
 	r.res.Virtual = end
@@ -331,7 +341,9 @@ func (r *runner) setLive(j *rjob, on bool) {
 	}
 }
 
-// collect takes one collector sample of j covering (lastT, now].
+// collect takes one collector sample of j, due at now. The sample covers (lastT, t],
+// t being the platform's time when the counters were read: on linux, starting other
+// jobs and reading their counters takes time since the loop's turn began.
 func (r *runner) collect(j *rjob, now time.Duration) {
 	freq := j.spec.Data.Frequency
 	if freq <= 0 {
@@ -348,7 +360,8 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 		r.warnf("job %s: reading counters: %v", j.spec.Name, err)
 		return
 	}
-	d := sched.Sample{Interval: now - j.lastT,
+	now = max(now, r.pf.Now())
+	d := sched.Sample{Interval: now - j.lastT, At: now,
 		Instructions: c.Instructions - j.last.Instructions, Cycles: c.Cycles - j.last.Cycles,
 		StallsTotal: c.StallsTotal - j.last.StallsTotal, StallsL3Miss: c.StallsL3Miss - j.last.StallsL3Miss,
 		LLCReferences: c.LLCReferences - j.last.LLCReferences, LLCMisses: c.LLCMisses - j.last.LLCMisses,
@@ -404,6 +417,7 @@ func (r *runner) finish(j *rjob, state, reason string) {
 	if err := r.pf.Stop(j.spec.ID); err != nil {
 		r.warnf("job %s: stop: %v", j.spec.Name, err)
 	}
+	r.applied(j, 0, 0) // Stop removed its class
 	for _, c := range j.cpus {
 		delete(r.busy, c)
 	}
@@ -418,7 +432,7 @@ func (r *runner) finish(j *rjob, state, reason string) {
 }
 
 func (r *runner) freeCPUs() [][]int {
-	m := r.bm.Machine
+	m := r.m
 	out := make([][]int, m.Sockets)
 	for c := 0; c < m.Cores(); c++ {
 		if _, b := r.busy[c]; !b {
@@ -492,6 +506,9 @@ func (r *runner) schedule(now time.Duration) bool {
 		for _, c := range cpus {
 			r.busy[c] = j.spec.ID
 		}
+		// the job runs from when Start returned: a container start takes ~0.5 s on
+		// linux (the simulator's Start takes no time)
+		now := r.pf.Now()
 		j.cpus, j.socket, j.start, j.state = cpus, p.Socket, now, StateRunning
 		r.setLive(j, true)
 		j.lastT, j.last = now, Counters{}
@@ -508,6 +525,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		r.event("place", j.spec.ID, fmt.Sprintf("socket %d cores %s", p.Socket, cpuList(cpus)))
 		r.recordJob(j)
 	}
+	migratedHeld := false
 	for _, mv := range d.Migrate {
 		j := r.byID[mv.Job]
 		if j == nil || j.state != StateRunning || j.socket == mv.Socket || j.probe != nil {
@@ -534,13 +552,18 @@ func (r *runner) schedule(now time.Duration) bool {
 		for _, c := range cpus {
 			r.busy[c] = j.spec.ID
 		}
+		r.res.Migrations++
 		r.event("migrate", j.spec.ID, fmt.Sprintf("socket %d -> %d", j.socket, mv.Socket))
+		r.applied(j, 0, 0) // the job left its class on the old socket (Platform.Move)
 		j.cpus, j.socket = cpus, mv.Socket
 		if j.reserved != 0 { // the group stays behind: back to system/default
 			j.reserved, j.mba = 0, 0
+			migratedHeld = true
 		}
-		j.appliedMask, j.appliedMBA = 0, 0
 		r.recordJob(j)
+	}
+	if migratedHeld && len(d.Allocate) == 0 && len(d.DefaultMask) == 0 {
+		r.updateDefaults(nil) // system/default takes back the ways the moved jobs held
 	}
 	r.applyAllocations(d)
 	for _, pr := range d.Probe {
@@ -549,15 +572,34 @@ func (r *runner) schedule(now time.Duration) bool {
 	return placed
 }
 
+// setAlloc applies mask/mba to j through resctrl (mask 0: back to system/default) and
+// records the change in the allocation timeline.
 func (r *runner) setAlloc(j *rjob, mask uint64, mba int) error {
 	if err := r.pf.SetAllocation(j.spec.ID, j.socket, mask, mba); err != nil {
 		return err
 	}
-	j.appliedMask, j.appliedMBA = mask, mba
-	if mask == 0 {
-		j.appliedMBA = 0
-	}
+	r.applied(j, mask, mba)
 	return nil
+}
+
+// applied notes that j's class of service (CLOS "job-ID" on its socket) now holds
+// mask/mba and records every change, so that the allocation timeline is exact: a probe
+// segment's sub-mask, a consolidation move, and the removal of the class (mask 0, MBA
+// NaN, no members — store.Allocation) when the job leaves it, stops or migrates.
+func (r *runner) applied(j *rjob, mask uint64, mba int) {
+	if mask == 0 {
+		mba = 0
+	}
+	if mask == j.appliedMask && mba == j.appliedMBA {
+		return
+	}
+	rec := AllocationRecord{T: r.pf.Now(), Socket: j.socket, CLOS: fmt.Sprintf("job-%d", j.spec.ID), Mask: mask,
+		MBA: float64(mba), Members: []int{j.spec.ID}, Source: "sched"}
+	if mask == 0 {
+		rec.MBA, rec.Members = math.NaN(), []int{}
+	}
+	r.fail(r.rec.Allocation(rec))
+	j.appliedMask, j.appliedMBA = mask, mba
 }
 
 func (r *runner) dequeue(j *rjob) {
@@ -576,7 +618,7 @@ func (r *runner) pickCPUs(j *rjob, socket int) ([]int, bool) {
 	}
 	if len(j.spec.CPUs) > 0 {
 		for _, c := range j.spec.CPUs {
-			if _, b := r.busy[c]; b || r.bm.Machine.SocketOfCore(c) != socket {
+			if _, b := r.busy[c]; b || r.m.SocketOfCore(c) != socket {
 				return nil, false
 			}
 		}
@@ -639,18 +681,13 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 			continue
 		}
 		j.reserved, j.mba = a.Mask, a.MBA
-		clos := ""
-		if a.Mask != 0 {
-			clos = fmt.Sprintf("job-%d", a.Job)
-		}
 		r.event("allocate", a.Job, fmt.Sprintf("%s: %#x + %d%% MBA on socket %d", a.Reason, a.Mask, a.MBA, j.socket))
-		r.fail(r.rec.Allocation(AllocationRecord{T: r.pf.Now(), Socket: j.socket, CLOS: clos, Mask: a.Mask, MBA: float64(a.MBA), Members: []int{a.Job}, Source: "sched"}))
 	}
 	r.updateDefaults(d.DefaultMask)
 }
 
 func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[int]uint64 {
-	m := r.bm.Machine
+	m := r.m
 	out := map[int]uint64{}
 	for s := 0; s < m.Sockets; s++ {
 		out[s] = m.FullMask()
@@ -726,6 +763,9 @@ func (r *runner) startProbe(req sched.ProbeRequest, now time.Duration) {
 		return
 	}
 	r.res.Probes++
+	if j.probes++; j.probes > 1 {
+		r.res.Reprobes++
+	}
 	p := &activeProbe{req: req, sweep: probe.NewSweep(req.Config, j.spec.IPCETarget)}
 	j.probe = p
 	r.event("probe-start", j.spec.ID, fmt.Sprintf("buffer %#x up to %d%% MBA on socket %d", req.Buffer, req.MaxMBA, req.Socket))
@@ -762,6 +802,7 @@ func (r *runner) beginSegment(j *rjob, now time.Duration) {
 		r.endProbe(j)
 		return
 	}
+	now = max(now, r.pf.Now()) // the segment starts once its allocation is in place
 	p.combo, p.mask = c, mask
 	p.segStart, p.segEnd = now, now+p.req.Config.SegmentTime()
 	p.next = now + p.req.Config.Frequency
@@ -780,7 +821,7 @@ func (r *runner) stepProbe(j *rjob, now time.Duration) {
 				p.ipcSum += ipc
 				p.ipcN++
 			}
-			p.last, p.lastT = c, now
+			p.last, p.lastT = c, max(now, r.pf.Now()) // timestamped when read
 		}
 		for p.next <= now {
 			p.next += p.req.Config.Frequency

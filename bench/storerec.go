@@ -25,8 +25,10 @@ func StoreSummary(s Summary) store.Summary {
 		VirtualSeconds: s.VirtualSeconds, WallSeconds: s.WallSeconds,
 		Extra: map[string]float64{
 			"jobs_total": float64(s.JobsTotal), "jobs_started": float64(s.JobsStarted),
+			"jobs_queued_at_end": float64(s.JobsQueuedAtEnd), "jobs_not_started": float64(s.JobsNotStarted),
 			"priority_jobs": float64(s.PriorityJobs), "batch_jobs": float64(s.BatchJobs),
 			"probes": float64(s.Probes), "probes_failed": float64(s.ProbesFailed),
+			"reprobes": float64(s.Reprobes), "migrations": float64(s.Migrations),
 			"consolidations": float64(s.Consolidations), "consolidated_ways": float64(s.ConsolidatedWays),
 			"allocation_errors": float64(s.AllocationErrors), "allocation_mismatches": float64(s.AllocMismatches),
 			"samples": float64(s.Samples),

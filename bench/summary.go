@@ -25,19 +25,28 @@ type Summary struct {
 	JobsRejected      int     `json:"jobs_rejected"`
 	JobsTotal         int     `json:"jobs_total"`
 	JobsStarted       int     `json:"jobs_started"`
-	PriorityJobs      int     `json:"priority_jobs"`
-	BatchJobs         int     `json:"batch_jobs"`
-	QueueDelayMean    float64 `json:"queue_delay_mean_s"`
-	QueueDelayP90     float64 `json:"queue_delay_p90_s"`
-	Probes            int     `json:"probes"`
-	ProbesFailed      int     `json:"probes_failed"`
-	Consolidations    int     `json:"consolidations"`
-	ConsolidatedWays  int     `json:"consolidated_ways"`
-	AllocationErrors  int     `json:"allocation_errors"`
-	AllocMismatches   int     `json:"allocation_mismatches"`
-	Samples           int     `json:"samples"`
-	VirtualSeconds    float64 `json:"virtual_seconds"`
-	WallSeconds       float64 `json:"wall_seconds"`
+	// JobsQueuedAtEnd arrived but were still waiting for admission at max_t.
+	JobsQueuedAtEnd int `json:"jobs_queued_at_end"`
+	// JobsNotStarted arrive at or after max_t: never admitted because the run ended.
+	JobsNotStarted   int     `json:"jobs_not_started"`
+	PriorityJobs     int     `json:"priority_jobs"`
+	BatchJobs        int     `json:"batch_jobs"`
+	QueueDelayMean   float64 `json:"queue_delay_mean_s"`
+	QueueDelayP90    float64 `json:"queue_delay_p90_s"`
+	Probes           int     `json:"probes"`
+	ProbesFailed     int     `json:"probes_failed"`
+	Reprobes         int     `json:"reprobes"`
+	Migrations       int     `json:"migrations"`
+	Consolidations   int     `json:"consolidations"`
+	ConsolidatedWays int     `json:"consolidated_ways"`
+	AllocationErrors int     `json:"allocation_errors"`
+	AllocMismatches  int     `json:"allocation_mismatches"`
+	Samples          int     `json:"samples"`
+	VirtualSeconds   float64 `json:"virtual_seconds"`
+	WallSeconds      float64 `json:"wall_seconds"`
+	// Notes say what the run could not do on its platform (e.g. IPCE unavailable); the
+	// key is absent when there is nothing to say.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Summarize computes the headline of a run.
@@ -52,7 +61,7 @@ type Summary struct {
 // fractions. Queueing delay is admission − arrival over the started jobs.
 func Summarize(r *Result, wall time.Duration) Summary {
 	s := Summary{Name: r.Scheduler, VirtualSeconds: r.Virtual.Seconds(), WallSeconds: wall.Seconds(),
-		Probes: r.Probes, ProbesFailed: r.ProbesFailed, Consolidations: r.Consolidations,
+		Probes: r.Probes, ProbesFailed: r.ProbesFailed, Reprobes: r.Reprobes, Migrations: r.Migrations, Consolidations: r.Consolidations,
 		ConsolidatedWays: r.ConsolidatedWays, AllocationErrors: r.AllocationErrors,
 		AllocMismatches: r.AllocationMismatches, Samples: r.Samples, JobsTotal: len(r.Jobs)}
 	var prio, batch, all, tot, delays []float64
@@ -68,6 +77,10 @@ func Summarize(r *Result, wall time.Duration) Summary {
 			s.JobsCompleted++
 		case StateRejected, StateExpired:
 			s.JobsRejected++
+		case StateQueued:
+			s.JobsQueuedAtEnd++
+		case StateNotStarted:
+			s.JobsNotStarted++
 		}
 		if j.Start >= 0 {
 			s.JobsStarted++
@@ -132,8 +145,12 @@ func marshalNullNaN(v any) ([]byte, error) {
 	b.WriteByte('{')
 	for i := 0; i < rt.NumField(); i++ {
 		f := rt.Field(i)
-		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		tag := strings.Split(f.Tag.Get("json"), ",")
+		name := tag[0]
 		if name == "" || name == "-" {
+			continue
+		}
+		if len(tag) > 1 && tag[1] == "omitempty" && rv.Field(i).IsZero() {
 			continue
 		}
 		if b.Len() > 1 {

@@ -193,6 +193,12 @@ func schedConfig(c *checker, file string, root *yaml.Node, m *machine.Profile, s
 	if s.Defragment != nil {
 		cfg.Defragment = *s.Defragment
 	}
+	if s.Reprobe != nil {
+		cfg.Reprobe = *s.Reprobe
+	}
+	if s.ForceMove != nil {
+		cfg.ForceMove = *s.ForceMove
+	}
 	cfg.Options = s.Options
 	p := s.Prober
 	pc := probe.DefaultConfig()

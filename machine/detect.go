@@ -315,7 +315,9 @@ func mountedWithMBps(root string) bool {
 	return false
 }
 
-// ParseCPUList parses a kernel CPU list such as "0-3,8,10-11".
+// ParseCPUList parses a kernel CPU list such as "0-3,8,10-11" (the cpulist format of sysfs,
+// cgroup cpuset.cpus and resctrl cpus_list). Negative numbers, descending ranges and
+// ranges longer than 65536 CPUs are errors.
 func ParseCPUList(s string) ([]int, error) {
 	var out []int
 	if s == "" {
@@ -324,23 +326,47 @@ func ParseCPUList(s string) ([]int, error) {
 	for _, part := range strings.Split(s, ",") {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("bad CPU list %q: %q is not a number", s, lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("bad CPU list %q: %q is not a CPU number", s, lo)
 		}
 		b := a
 		if isRange {
 			if b, err = strconv.Atoi(hi); err != nil {
-				return nil, fmt.Errorf("bad CPU list %q: %q is not a number", s, hi)
+				return nil, fmt.Errorf("bad CPU list %q: %q is not a CPU number", s, hi)
 			}
 		}
 		if b < a {
 			return nil, fmt.Errorf("bad CPU list %q: range %s is descending", s, part)
+		}
+		if b-a > 1<<16 {
+			return nil, fmt.Errorf("bad CPU list %q: range %s spans more than 65536 CPUs", s, part)
 		}
 		for c := a; c <= b; c++ {
 			out = append(out, c)
 		}
 	}
 	return out, nil
+}
+
+// FormatCPUList prints CPUs as a kernel CPU list of ranges: [0 1 2 3 8] → "0-3,8"
+// (sorted; duplicates merged).
+func FormatCPUList(cpus []int) string {
+	l := append([]int(nil), cpus...)
+	sort.Ints(l)
+	var parts []string
+	for i := 0; i < len(l); {
+		j := i
+		for j+1 < len(l) && l[j+1] <= l[j]+1 {
+			j++
+		}
+		if l[j] == l[i] {
+			parts = append(parts, strconv.Itoa(l[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", l[i], l[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 func readInt(path string) (int, error) {

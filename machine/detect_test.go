@@ -27,12 +27,10 @@ func fakeHost(t *testing.T, vendor string, sockets, cores, threads, llcCores int
 			level int
 			typ   string
 		}{{1, "Data"}, {1, "Instruction"}, {2, "Unified"}} {
+			// Detect reads only level and type of the caches below the LLC.
 			ix := filepath.Join(d, "cache", fmt.Sprintf("index%d", i))
 			write(t, filepath.Join(ix, "level"), fmt.Sprint(lv.level))
 			write(t, filepath.Join(ix, "type"), lv.typ)
-			write(t, filepath.Join(ix, "size"), "48K")
-			write(t, filepath.Join(ix, "ways_of_associativity"), "12")
-			write(t, filepath.Join(ix, "shared_cpu_list"), fmt.Sprint(c))
 		}
 		ix := filepath.Join(d, "cache", "index3")
 		write(t, filepath.Join(ix, "level"), "3")
@@ -48,15 +46,23 @@ func fakeHost(t *testing.T, vendor string, sockets, cores, threads, llcCores int
 
 func write(t *testing.T, path, s string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.WriteFile(path, []byte(s+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+		if !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		// Create the directory only when missing: most files go into an existing one, and
+		// MkdirAll's stat of every path element made the fake 64-CPU host slow to write.
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(s+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
 func TestDetectIcelakeWithoutResctrl(t *testing.T) {
+	t.Parallel()
 	root := fakeHost(t, "ven0000", 2, 16, 2, 16, "24576K", 12)
 	p, err := Detect(root, filepath.Join(root, "no-resctrl"))
 	if err != nil {
@@ -77,6 +83,7 @@ func TestDetectIcelakeWithoutResctrl(t *testing.T) {
 }
 
 func TestDetectSkylakeResctrlWaysFromCBMMask(t *testing.T) {
+	t.Parallel()
 	root := fakeHost(t, "ven0000", 1, 20, 1, 20, "28160K", 11)
 	rc := filepath.Join(root, "resctrl")
 	write(t, filepath.Join(rc, "info", "L3", "cbm_mask"), "7ff")
@@ -104,6 +111,7 @@ func TestDetectSkylakeResctrlWaysFromCBMMask(t *testing.T) {
 }
 
 func TestDetectAMDPerCCXDomains(t *testing.T) {
+	t.Parallel()
 	root := fakeHost(t, "ven0002", 1, 32, 2, 8, "32768K", 16)
 	rc := filepath.Join(root, "resctrl")
 	write(t, filepath.Join(rc, "info", "L3", "cbm_mask"), "ffff")
@@ -126,6 +134,7 @@ func TestDetectAMDPerCCXDomains(t *testing.T) {
 }
 
 func TestDetectErrorsNameTheFile(t *testing.T) {
+	t.Parallel()
 	root := fakeHost(t, "ven0000", 1, 2, 1, 2, "8M", 8)
 	write(t, filepath.Join(root, "devices", "system", "cpu", "cpu1", "topology", "core_id"), "x1")
 	_, err := Detect(root, "")
@@ -148,11 +157,39 @@ func TestParseCPUList(t *testing.T) {
 	if err != nil || fmt.Sprint(got) != "[0 1 2 5 7 8]" {
 		t.Fatalf("got %v %v", got, err)
 	}
-	for _, bad := range []string{"a", "3-1", "1-x"} {
+	if s := FormatCPUList([]int{11, 0, 1, 2, 3, 8, 10, 3}); s != "0-3,8,10-11" {
+		t.Errorf("FormatCPUList = %q, want 0-3,8,10-11", s)
+	}
+	for _, bad := range []string{"a", "3-1", "1-x", "-1", "1-", "0-99999999"} {
 		if _, err := ParseCPUList(bad); err == nil {
 			t.Errorf("%q: want error", bad)
 		}
 	}
+}
+
+// FuzzParseCPUList: no panics; whatever parses formats back to a list that parses to the
+// same set of CPUs.
+func FuzzParseCPUList(f *testing.F) {
+	for _, s := range []string{"0-3,8", "", "5", "1-1", "3-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseCPUList(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseCPUList(FormatCPUList(l))
+		if err != nil {
+			t.Fatalf("%q -> %q does not parse", s, FormatCPUList(l))
+		}
+		seen := map[int]bool{}
+		for _, c := range l {
+			seen[c] = true
+		}
+		if len(again) != len(seen) {
+			t.Fatalf("%q: %v -> %v", s, l, again)
+		}
+	})
 }
 
 // TestDetectThisHost runs on the real /sys of the machine running the tests.

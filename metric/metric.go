@@ -64,17 +64,21 @@ func STP(slowdowns []float64) float64 {
 	return s
 }
 
-// ANTT is the average normalised turnaround time, ANTT = (1/n) Σ_i S_i (MODEL.md §5). Lower is better.
-func ANTT(slowdowns []float64) float64 {
-	if len(slowdowns) == 0 {
+// Mean is the arithmetic mean (1/n) Σ_i x_i; NaN for no values (an average of nothing is
+// unavailable, not 0).
+func Mean(xs []float64) float64 {
+	if len(xs) == 0 {
 		return math.NaN()
 	}
 	s := 0.0
-	for _, x := range slowdowns {
+	for _, x := range xs {
 		s += x
 	}
-	return s / float64(len(slowdowns))
+	return s / float64(len(xs))
 }
+
+// ANTT is the average normalised turnaround time, ANTT = (1/n) Σ_i S_i (MODEL.md §5). Lower is better.
+func ANTT(slowdowns []float64) float64 { return Mean(slowdowns) }
 
 // Unfairness is max_i S_i / min_i S_i (MODEL.md §5; LFOC+, seed001.md §3). 1 is perfectly fair.
 func Unfairness(slowdowns []float64) float64 {
@@ -95,11 +99,7 @@ func CoV(xs []float64) float64 {
 	if n == 0 {
 		return math.NaN()
 	}
-	mu := 0.0
-	for _, x := range xs {
-		mu += x
-	}
-	mu /= n
+	mu := Mean(xs)
 	v := 0.0
 	for _, x := range xs {
 		v += (x - mu) * (x - mu)

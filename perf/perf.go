@@ -139,14 +139,15 @@ var (
 	warnSeen = map[string]bool{}
 )
 
-// warnOnce logs a message the first time it is seen in this process.
-func warnOnce(logf func(string, ...any), msg string) {
+// warnOnce logs msg the first time a warning of this key is seen in this process (the
+// key names the kind of fallback, so per-CPU details do not repeat it).
+func warnOnce(logf func(string, ...any), key, msg string) {
 	warnMu.Lock()
 	defer warnMu.Unlock()
-	if warnSeen[msg] {
+	if warnSeen[key] {
 		return
 	}
-	warnSeen[msg] = true
+	warnSeen[key] = true
 	if logf == nil {
 		logf = log.Printf
 	}
@@ -192,7 +193,7 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 		c.mode = ModeHardware
 		for _, ev := range raw {
 			if e := c.openOne(cgfd, ev); e != nil {
-				c.warn(o.Logf, fmt.Sprintf("perf: raw event %s (config %#x) unavailable: %v; IPCE will be reported as unavailable", ev.Name, ev.Config, e))
+				c.warn(o.Logf, "raw:"+ev.Name, fmt.Sprintf("perf: raw event %s (config %#x) unavailable: %v; IPCE will be reported as unavailable", ev.Name, ev.Config, e))
 			}
 		}
 		return c, nil
@@ -205,12 +206,12 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 	if err := c.openGroup(cgfd, sw); err == nil {
 		c.mode = ModeSoftware
 		c.reason = explain(hwErr)
-		c.warn(o.Logf, "perf: hardware counters unavailable ("+c.reason+"); counting software events only, IPC and IPCE are reported as unavailable")
+		c.warn(o.Logf, "software", "perf: hardware counters unavailable ("+c.reason+"); counting software events only, IPC and IPCE are reported as unavailable")
 		return c, nil
 	} else {
 		c.mode = ModeNone
 		c.reason = explain(err)
-		c.warn(o.Logf, "perf: no perf events can be opened ("+c.reason+"); only runtime CPU time is collected")
+		c.warn(o.Logf, "none", "perf: no perf events can be opened ("+c.reason+"); only runtime CPU time is collected")
 		return c, nil
 	}
 }
@@ -447,10 +448,10 @@ func cpuList(cpus []int) string {
 	return strings.Join(s, ",")
 }
 
-// warn logs msg once per process unless the counter is a quiet probe.
-func (c *Counter) warn(logf func(string, ...any), msg string) {
+// warn logs msg once per process and key unless the counter is a quiet probe.
+func (c *Counter) warn(logf func(string, ...any), key, msg string) {
 	if !c.quiet {
-		warnOnce(logf, msg)
+		warnOnce(logf, key, msg)
 	}
 }
 

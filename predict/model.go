@@ -405,3 +405,18 @@ func Matrix(curves map[string]Curve, apps []string, scores []Score, m Method) ([
 	}
 	return out, nil
 }
+
+// CombineScores reduces the scores of several co-runners to one equivalent dial with
+// Govindan et al.'s reduction rule <I1, I2, …> → I1 + I2 + … (seed002.md §2 and §7 item 1,
+// the thesis's proposed extension beyond pairs). When the sum exceeds the largest profiled
+// dial iMax, Govindan's rule wraps to the tuple <I_max, Σ − I_max>, which a one-dimensional
+// sensitivity curve cannot express: the dial saturates at iMax and the note says so.
+func CombineScores(scores []float64, iMax float64) (mb float64, note string) {
+	for _, s := range scores {
+		mb += s
+	}
+	if mb > iMax {
+		return iMax, fmt.Sprintf("sum of scores %.4g MB exceeds the curve's last dial %v MB: read at %v MB (an underestimate of the pressure)", mb, iMax, iMax)
+	}
+	return mb, ""
+}

@@ -12,6 +12,7 @@ package probe
 // orchestrator's to write on top of the same state machine.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -332,6 +333,68 @@ func ProbeSim(m *sim.Machine, target sim.ID, targetCLOS int, neighbourCores []in
 			if err := m.RemoveWorkload(nb); err != nil {
 				return SensitivityResult{}, err
 			}
+		}
+		p.Next()
+	}
+	return p.Result()
+}
+
+// Neighbour runs the probe's neighbour on a real platform: Start begins a stressor (kind
+// from Stressors) next to the target and returns a stop function; the idle baseline starts
+// nothing. A Docker implementation runs `colo stress KIND` (or `colo stress KIND
+// --stress-ng`) in a container pinned to a core of the target's socket.
+type Neighbour interface {
+	Start(ctx context.Context, kind string) (stop func() error, err error)
+}
+
+// Sampler reads the target's counters accumulated since the previous call (instructions,
+// cycles, stalls_total of its cgroup).
+type Sampler interface {
+	Sample() (CounterSample, error)
+}
+
+// DriveSensitivity runs the probe on a real platform: per segment it starts the neighbour's
+// stressor (none for the baseline), discards one interval of samples while it ramps up,
+// then samples every cfg.Frequency for the rest of the segment, and stops it. wait blocks
+// for a duration or until ctx is done (the caller's clock: time.After on Linux, a virtual
+// clock in tests). Isolation (the partition) is the caller's: set it before, restore after.
+func DriveSensitivity(ctx context.Context, cfg SensitivityConfig, nb Neighbour, s Sampler, wait func(context.Context, time.Duration) error) (SensitivityResult, error) {
+	p, err := NewSensitivityProbe(cfg)
+	if err != nil {
+		return SensitivityResult{}, err
+	}
+	n := int(cfg.SegmentTime() / cfg.Frequency)
+	for {
+		_, kind, done := p.Segment()
+		if done {
+			break
+		}
+		stop := func() error { return nil }
+		if kind != "" {
+			if stop, err = nb.Start(ctx, kind); err != nil {
+				return SensitivityResult{}, fmt.Errorf("sensitivity probe: neighbour %s: %w", kind, err)
+			}
+		}
+		err := func() error {
+			for i := 0; i < n; i++ {
+				if err := wait(ctx, cfg.Frequency); err != nil {
+					return err
+				}
+				c, err := s.Sample()
+				if err != nil {
+					return err
+				}
+				if i > 0 || n == 1 { // the first interval straddles the stressor's start
+					p.Add(c)
+				}
+			}
+			return nil
+		}()
+		if serr := stop(); err == nil && serr != nil {
+			err = fmt.Errorf("sensitivity probe: stopping neighbour %s: %w", kind, serr)
+		}
+		if err != nil {
+			return SensitivityResult{}, err
 		}
 		p.Next()
 	}

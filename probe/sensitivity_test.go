@@ -1,7 +1,9 @@
 package probe
 
 import (
+	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +193,53 @@ func BenchmarkProbeSim(b *testing.B) {
 		if _, err := ProbeSim(m, id, 0, []int{1}, 1, DefaultSensitivityConfig()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+type fakeNeighbour struct {
+	running string
+	started []string
+}
+
+func (f *fakeNeighbour) Start(_ context.Context, kind string) (func() error, error) {
+	f.running = kind
+	f.started = append(f.started, kind)
+	return func() error { f.running = ""; return nil }, nil
+}
+
+// fakeTarget: IPC 2 alone; the LLC stressor halves it, the others cost 10 %.
+type fakeTarget struct{ nb *fakeNeighbour }
+
+func (f fakeTarget) Sample() (CounterSample, error) {
+	inst := 2000.0
+	switch f.nb.running {
+	case "":
+	case "llc":
+		inst = 1000
+	default:
+		inst = 1800
+	}
+	return CounterSample{Instructions: inst, Cycles: 1000, StallCycles: 1000 - inst/2.5}, nil
+}
+
+func TestDriveSensitivity(t *testing.T) {
+	nb := &fakeNeighbour{}
+	var waited time.Duration
+	wait := func(_ context.Context, d time.Duration) error { waited += d; return nil }
+	cfg := SensitivityConfig{DefaultT: 12 * time.Second, Frequency: 50 * time.Millisecond}
+	r, err := DriveSensitivity(context.Background(), cfg, nb, fakeTarget{nb}, wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited != 12*time.Second || strings.Join(nb.started, ",") != "llc,mem-read,mem-write,syscall,prefetch" || nb.running != "" {
+		t.Fatalf("waited %v, started %v, left %q", waited, nb.started, nb.running)
+	}
+	if r.IPC.LLC != 0.5 || math.Abs(r.IPC.MemRead-0.1) > 1e-12 || r.Base.Samples != 39 {
+		t.Fatalf("%+v", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := DriveSensitivity(ctx, cfg, nb, fakeTarget{nb}, func(ctx context.Context, _ time.Duration) error { return ctx.Err() }); err == nil {
+		t.Fatal("cancelled probe returned a result")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"path/filepath"
 	"sort"
 
 	"colo/machine"
@@ -78,28 +79,27 @@ func (js *jobSeries) mean(m, b int) float64 {
 
 // runData is everything the report draws for one scheduler run.
 type runData struct {
-	dir       string // run directory label
-	run       store.Run
-	label     string // scheduler, or "dir: scheduler" when several directories are compared
-	jobs      []store.Job
-	job       map[int]store.Job
-	sum       store.Summary
-	hasSum    bool
-	allocs    []store.Allocation
-	events    []store.Event
-	probes    []store.ProbeSegment
-	parts     []store.PartitionResult
-	nSamples  int64
-	tMax      float64 // seconds
-	bucket    float64 // seconds per bucket
-	nBuckets  int
-	series    map[int]*jobSeries
-	avail     [nMetrics]bool
-	meanIPCE  map[int]float64 // time-weighted mean IPCE (percent) per job
-	overTgt   map[int]float64 // time over target per priority job with a target
-	ways      int
-	sockets   int
-	dirNotice []string
+	dir      string // run directory label
+	run      store.Run
+	label    string // scheduler, or "dir: scheduler" when several directories are compared
+	jobs     []store.Job
+	job      map[int]store.Job
+	sum      store.Summary
+	hasSum   bool
+	allocs   []store.Allocation
+	events   []store.Event
+	probes   []store.ProbeSegment
+	parts    []store.PartitionResult
+	nSamples int64
+	tMax     float64 // seconds
+	bucket   float64 // seconds per bucket
+	nBuckets int
+	series   map[int]*jobSeries
+	avail    [nMetrics]bool
+	meanIPCE map[int]float64 // time-weighted mean IPCE (percent) per job
+	overTgt  map[int]float64 // time over target per priority job with a target
+	ways     int
+	sockets  int
 }
 
 // maxBuckets bounds the points per series: enough for the chart width, few enough that a
@@ -130,7 +130,7 @@ func loadDir(dir string, label bool) ([]*runData, store.Manifest, []string, erro
 		d := &runData{dir: dir, run: r, label: r.Scheduler, job: map[int]store.Job{}, series: map[int]*jobSeries{},
 			meanIPCE: map[int]float64{}, overTgt: map[int]float64{}, ways: ways, sockets: sockets}
 		if label {
-			d.label = man.Name + ": " + r.Scheduler
+			d.label = filepath.Base(filepath.Clean(dir)) + ": " + r.Scheduler
 		}
 		if err := d.load(st); err != nil {
 			return nil, man, missing, fmt.Errorf("%s, run %s: %w", dir, r.Scheduler, err)
@@ -192,8 +192,14 @@ func (d *runData) load(st *store.Store) error {
 	if d.tMax <= 0 {
 		d.tMax = 1
 	}
-	d.bucket = d.tMax / maxBuckets
-	d.nBuckets = maxBuckets + 1
+	// Buckets: at most maxBuckets over the run, and never shorter than the sampling period
+	// (shorter buckets would leave most of them empty and average different jobs in each).
+	iv, err := st.TypicalInterval(id)
+	if err != nil {
+		return err
+	}
+	d.bucket = math.Max(d.tMax/maxBuckets, iv.Seconds())
+	d.nBuckets = int(d.tMax/d.bucket) + 2
 	// One pass over the samples: bucket means per job and raw IPCE for time-weighted means.
 	raw := map[int][]metric.Sample{}
 	err = st.EachSampleLight(id, func(s store.Sample) error {
@@ -259,7 +265,25 @@ type classPeriod struct {
 }
 
 // periods replays the allocation changes into constant (class, mask) periods per socket.
+// A class whose member jobs have all stopped ends at the last stop even when the run
+// recorded no removal for it (its ways are free from then on).
 func (d *runData) periods() []classPeriod {
+	clamp := func(p *classPeriod) {
+		if len(p.members) == 0 {
+			return
+		}
+		last := math.Inf(-1)
+		for _, m := range p.members {
+			j, ok := d.job[m]
+			if !ok || j.Stop == store.Unset {
+				return
+			}
+			last = math.Max(last, j.Stop.Seconds())
+		}
+		if last >= p.t0 && last < p.t1 {
+			p.t1 = last
+		}
+	}
 	type key struct {
 		socket int
 		clos   string
@@ -274,6 +298,7 @@ func (d *runData) periods() []classPeriod {
 				continue
 			}
 			p.t1 = t
+			clamp(p)
 			if p.t1 > p.t0 {
 				out = append(out, *p)
 			}
@@ -296,7 +321,10 @@ func (d *runData) periods() []classPeriod {
 	for _, k := range keys {
 		p := open[k]
 		p.t1 = d.tMax
-		out = append(out, *p)
+		clamp(p)
+		if p.t1 > p.t0 {
+			out = append(out, *p)
+		}
 	}
 	return out
 }

@@ -178,6 +178,41 @@ func (p *page) summary(runs []*runData) {
 			s.JobsCompleted, s.JobsRejected, pct(s.QueueDelayMean), pct(s.QueueDelayP90), pct(s.VirtualSeconds), frac(s.WallSeconds), r.nSamples)
 	}
 	p.body.WriteString(`</table>`)
+	// Extra summary numbers (probes, consolidations, allocation errors…), one column per run.
+	keys := map[string]bool{}
+	for _, r := range runs {
+		for k := range r.sum.Extra {
+			keys[k] = true
+		}
+	}
+	if len(keys) > 0 {
+		var ks []string
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		p.body.WriteString(`<details><summary>More summary numbers</summary><table class="extra"><tr><th></th>`)
+		for _, r := range runs {
+			fmt.Fprintf(&p.body, `<th>%s</th>`, esc(r.label))
+		}
+		p.body.WriteString(`</tr>`)
+		for _, k := range ks {
+			fmt.Fprintf(&p.body, `<tr><td>%s</td>`, esc(k))
+			for _, r := range runs {
+				v, ok := r.sum.Extra[k]
+				if !ok {
+					v = math.NaN()
+				}
+				cell := "—"
+				if !math.IsNaN(v) {
+					cell = strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".")
+				}
+				fmt.Fprintf(&p.body, `<td>%s</td>`, cell)
+			}
+			p.body.WriteString(`</tr>`)
+		}
+		p.body.WriteString(`</table></details>`)
+	}
 	if base != nil && len(runs) > 1 {
 		fmt.Fprintf(&p.body, `<p class="note">Changes in parentheses are relative to %s.</p>`, esc(base.label))
 	}
@@ -396,7 +431,7 @@ func (p *page) seriesChart(r *runData, m int) {
 					ys = append(ys, gsum[g][b]/float64(gcnt[g][b]))
 				}
 			}
-			fmt.Fprintf(&sb, `<path class="series mean %s" d="%s"><title>mean over %s jobs</title></path>`, name, f.path(xs, ys), map[string]string{"batch": "batch", "prio": "priority"}[name])
+			fmt.Fprintf(&sb, `<path class="series mean %s" d="%s"><title>mean over %s jobs</title></path>`, name, f.joined(xs, ys), map[string]string{"batch": "batch", "prio": "priority"}[name])
 		}
 		legend = append(legend, `<span class="key prio" style="--c:var(--prio)">priority jobs</span>`,
 			`<span class="key" style="--c:var(--batch)">batch jobs</span>`,
@@ -485,9 +520,18 @@ func (p *page) allocationPanel(r *runData) {
 			}
 		}
 		legend := ""
-		if len(names) <= 16 {
+		onSocket := map[string]bool{}
+		for _, q := range periods {
+			if q.socket == s {
+				onSocket[q.clos] = true
+			}
+		}
+		if len(onSocket) <= 16 {
 			var keys []string
 			for _, c := range names {
+				if !onSocket[c] {
+					continue
+				}
 				col := color(classes[c])
 				if c == "system/default" {
 					col = "var(--default)"
@@ -549,9 +593,10 @@ func (p *page) lanes(r *runData) {
 		y := f.y.at(float64(probeLane[pr.Socket]) + 0.85)
 		x0, x1 := f.x.at(pr.Start.Seconds()), f.x.at(pr.End.Seconds())
 		cls := "probe"
-		if pr.Result == "best" {
-			cls = "probe best"
-		} else if pr.Result == "failed" || pr.Result == "break" {
+		switch pr.Result {
+		case "best", "break":
+			cls = "probe best" // the chosen combination, or the last one of the sweep
+		case "failed":
 			cls = "probe failed"
 		}
 		fmt.Fprintf(&sb, `<rect class="%s" data-job="%d" x="%s" y="%s" width="%s" height="%s"><title>probe job %d (%s): %d ways %#x, MBA %s %%, IPCE %s %%, %s</title></rect>`,
@@ -569,7 +614,7 @@ func (p *page) lanes(r *runData) {
 			e.Job, f1(x), f1(x), f1(y), f1(y+laneH*0.7), color(kinds[e.Kind]), fmtTime(e.T.Seconds(), true), esc(e.Kind), esc(who), esc(e.Text))
 		n++
 	}
-	p.chart("lanes", fmt.Sprintf(`Probe segments (green: chosen combination, red: failed) and scheduler decisions. %d probe segments, %d decisions; hover for details.`, len(r.probes), len(r.events)), h,
+	p.chart("lanes", fmt.Sprintf(`Probe segments (purple: measured, green: chosen or last of the sweep, red: failed) and scheduler decisions. %d probe segments, %d decisions; hover for details.`, len(r.probes), len(r.events)), h,
 		fmt.Sprintf(`<g data-points="%d">%s</g>`, n, sb.String()))
 }
 

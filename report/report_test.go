@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/store"
 	"colo/store/storetest"
 )
 
@@ -101,7 +102,7 @@ func TestRenderCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	html, st := render(t, a, b)
-	if st.Runs != 2 || !strings.Contains(html, "synthetic: least-loaded") || !strings.Contains(html, "synthetic: dynamic") {
+	if st.Runs != 2 || !strings.Contains(html, "a: least-loaded") || !strings.Contains(html, "b: dynamic") {
 		t.Fatalf("compare report: %+v", st)
 	}
 	// Without PMU, IPC/IPCE/stalled say unavailable instead of drawing zeros; occupancy
@@ -111,7 +112,7 @@ func TestRenderCompare(t *testing.T) {
 			t.Errorf("no 'unavailable' note for %s", k)
 		}
 	}
-	if strings.Contains(html, "synthetic: dynamic (n=") {
+	if strings.Contains(html, "b: dynamic (n=") {
 		t.Error("the CDF counts no-PMU jobs as never over target")
 	}
 	if n := strings.Count(html, `data-chart="series-occupancy"`); n != 2 {
@@ -129,5 +130,29 @@ func TestRenderDeterministic(t *testing.T) {
 	h2, _ := render(t, dir)
 	if h1 != h2 {
 		t.Error("two renderings of the same run differ")
+	}
+}
+
+// A class whose job stopped ends at the stop even when no removal was recorded.
+func TestBitmaskEndsAtMemberStop(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	st, err := store.Create(dir, store.Meta{Name: "clamp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := st.BeginRun(store.Run{Scheduler: "dynamic"})
+	w.Job(store.Job{ID: 1, Name: "a", Socket: 0, Start: 0, Stop: 50 * time.Second, State: "completed"})
+	w.Job(store.Job{ID: 2, Name: "b", Socket: 0, Start: 0, Stop: store.Unset, State: "running"})
+	w.Allocation(store.Allocation{T: 10 * time.Second, Socket: 0, CLOS: "job-1", Mask: 0x3, MBA: 10, Members: []int{1}})
+	w.Allocation(store.Allocation{T: 10 * time.Second, Socket: 0, CLOS: "job-2", Mask: 0xc, MBA: 10, Members: []int{2}})
+	w.Samples([]store.Sample{{Job: 2, T: 100 * time.Second, Interval: time.Second, IPC: 1, IPCE: 0.5, Stalled: 0.5}})
+	st.Complete()
+	st.Close()
+	html, _ := render(t, dir)
+	if !strings.Contains(html, `data-clos="job-1" data-mask="0x3" data-t0="10" data-t1="50"`) {
+		t.Error("job-1's class does not end when job 1 stopped")
+	}
+	if !strings.Contains(html, `data-clos="job-2" data-mask="0xc" data-t0="10" data-t1="100"`) {
+		t.Error("job-2's class does not run to the end of the run")
 	}
 }

@@ -11,7 +11,7 @@ import (
 // Chart geometry (SVG user units; the SVG scales to the page width).
 const (
 	chartW  = 960
-	marginL = 64
+	marginL = 92
 	marginR = 16
 	marginT = 14
 	marginB = 34
@@ -81,10 +81,9 @@ func esc(s string) string { return html.EscapeString(s) }
 
 // frame draws the axes and grid of a chart and returns the scales.
 type frame struct {
-	sb     *strings.Builder
-	x, y   linear
-	h      float64
-	xLabel string
+	sb   *strings.Builder
+	x, y linear
+	h    float64
 }
 
 func newFrame(sb *strings.Builder, h float64, x0, x1, y0, y1 float64, timeAxis bool, yLabel string) frame {

@@ -3,6 +3,7 @@ package resctrl_test
 import (
 	"testing"
 
+	"colo/internal/testenv"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
@@ -35,9 +36,7 @@ func BenchmarkRoundTripInProcess(b *testing.B) {
 }
 
 func BenchmarkRoundTripFUSE(b *testing.B) {
-	if err := emu.FUSEAvailable(); err != nil {
-		b.Skipf("FUSE benchmark skipped: %v", err)
-	}
+	testenv.Need(b, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
 	e, _ := emu.NewNamed("intel", emu.Options{})
 	dir := b.TempDir()
 	m, err := emu.Mount(e, dir)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"colo/internal/testenv"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
@@ -44,9 +45,7 @@ func TestCheckReasons(t *testing.T) {
 }
 
 func TestCheckEmulatedMount(t *testing.T) {
-	if err := emu.FUSEAvailable(); err != nil {
-		t.Skipf("FUSE check test skipped: %v", err)
-	}
+	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
 	e, _ := emu.NewNamed("intel-cdp", emu.Options{})
 	dir := t.TempDir()
 	m, err := emu.Mount(e, dir)

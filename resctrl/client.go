@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"colo/machine"
 )
 
 // DefaultRoot is where resctrl is mounted on Linux.
@@ -460,7 +462,7 @@ func (c *Client) CPUs(path string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseCPUList(strings.TrimSpace(s))
+	return machine.ParseCPUList(strings.TrimSpace(s))
 }
 
 // SetCPUs assigns exactly these CPUs to an owned group (through cpus_list).
@@ -468,52 +470,7 @@ func (c *Client) SetCPUs(path string, cpus []int) error {
 	if err := c.mustOwn(path); err != nil {
 		return err
 	}
-	return c.write(join(path, "cpus_list"), FormatCPUList(cpus)+"\n")
-}
-
-// ParseCPUList parses "0-3,8".
-func ParseCPUList(s string) ([]int, error) {
-	var out []int
-	if s == "" {
-		return nil, nil
-	}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, rng := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("CPU list %q: %q is not a CPU number", s, lo)
-		}
-		b := a
-		if rng {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b-a > 1<<16 {
-				return nil, fmt.Errorf("CPU list %q: bad range %q", s, part)
-			}
-		}
-		for i := a; i <= b; i++ {
-			out = append(out, i)
-		}
-	}
-	return out, nil
-}
-
-// FormatCPUList prints CPUs as ranges: [0 1 2 3 8] → "0-3,8".
-func FormatCPUList(cpus []int) string {
-	l := append([]int(nil), cpus...)
-	sort.Ints(l)
-	var parts []string
-	for i := 0; i < len(l); {
-		j := i
-		for j+1 < len(l) && l[j+1] <= l[j]+1 {
-			j++
-		}
-		if l[j] == l[i] {
-			parts = append(parts, strconv.Itoa(l[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", l[i], l[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
+	return c.write(join(path, "cpus_list"), machine.FormatCPUList(cpus)+"\n")
 }
 
 // MonDomain is the monitoring data of one group on one L3 domain.

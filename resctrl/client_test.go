@@ -3,7 +3,10 @@ package resctrl_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -536,21 +539,9 @@ func TestMaskHelpers(t *testing.T) {
 	}
 }
 
-func TestCPUList(t *testing.T) {
-	l, err := resctrl.ParseCPUList("0-3,8,10-11")
-	if err != nil || !reflect.DeepEqual(l, []int{0, 1, 2, 3, 8, 10, 11}) {
-		t.Fatalf("%v %v", l, err)
-	}
-	if s := resctrl.FormatCPUList(l); s != "0-3,8,10-11" {
-		t.Fatal(s)
-	}
-	for _, bad := range []string{"a", "3-1", "-1", "1-"} {
-		if _, err := resctrl.ParseCPUList(bad); err == nil {
-			t.Fatalf("%q accepted", bad)
-		}
-	}
-}
-
+// The emulator's Lock is exclusive: a second Lock returns only after the first holder
+// unlocked. The second locker is given every chance to run first (started, then the
+// holder yields); the order of events shows whether it waited.
 func TestLockSerialises(t *testing.T) {
 	e, _ := emu.NewNamed("intel", emu.Options{})
 	fs := e.FS()
@@ -558,19 +549,25 @@ func TestLockSerialises(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan struct{})
+	events := make(chan string, 2)
+	started, done := make(chan struct{}), make(chan struct{})
 	go func() {
+		close(started)
 		u, _ := fs.Lock()
-		close(got)
+		events <- "second locked"
 		u()
+		close(done)
 	}()
-	select {
-	case <-got:
-		t.Fatal("second Lock did not wait for the first")
-	default:
+	<-started
+	for i := 0; i < 100; i++ {
+		runtime.Gosched()
 	}
+	events <- "first unlocks"
 	unlock()
-	<-got
+	<-done
+	if a, b := <-events, <-events; a != "first unlocks" || b != "second locked" {
+		t.Fatalf("events %q, %q: the second Lock did not wait for the first", a, b)
+	}
 }
 
 func TestResolveRoot(t *testing.T) {
@@ -600,5 +597,33 @@ func TestParseSpec(t *testing.T) {
 		if _, err := resctrl.ParseSpec(bad); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}
+	}
+}
+
+// OSFS.Lock is flock(LOCK_EX) on the mount root (the kernel documentation's locking
+// protocol for resctrl): while it is held another open file of the root cannot take the
+// lock (checked without blocking, LOCK_NB), and after unlock it can.
+func TestOSFSLockIsFlock(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := resctrl.OSFS{Root: dir}.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != syscall.EWOULDBLOCK {
+		t.Fatalf("flock while Lock is held: %v, want EWOULDBLOCK", err)
+	}
+	if err := unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock after unlock: %v", err)
+	}
+	if _, err := (resctrl.OSFS{Root: filepath.Join(dir, "absent")}).Lock(); err == nil {
+		t.Fatal("Lock on a missing root must fail")
 	}
 }

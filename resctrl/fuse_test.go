@@ -3,15 +3,14 @@ package resctrl_test
 import (
 	"testing"
 
+	"colo/internal/testenv"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
 
 // overFUSE mounts a fresh emulator and gives a client on the mount (plain OS files).
 func overFUSE(t *testing.T, profile string) world {
-	if err := emu.FUSEAvailable(); err != nil {
-		t.Skipf("FUSE client tests skipped: %v", err)
-	}
+	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
 	e, err := emu.NewNamed(profile, emu.Options{PIDExists: func(p int) bool { return p > 0 && p < 100000 }})
 	if err != nil {
 		t.Fatal(err)
@@ -31,9 +30,7 @@ func overFUSE(t *testing.T, profile string) world {
 }
 
 func TestClientFUSE(t *testing.T) {
-	if err := emu.FUSEAvailable(); err != nil {
-		t.Skipf("FUSE client tests skipped: %v", err)
-	}
+	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
 	for _, ct := range clientTests {
 		t.Run(ct.name, func(t *testing.T) { ct.run(t, overFUSE) })
 	}

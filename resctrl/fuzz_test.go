@@ -52,26 +52,3 @@ func FuzzParseInfo(f *testing.F) {
 		}
 	})
 }
-
-func FuzzParseCPUList(f *testing.F) {
-	for _, s := range []string{"0-3,8", "", "5", "1-1", "3-1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		l, err := resctrl.ParseCPUList(s)
-		if err != nil {
-			return
-		}
-		again, err := resctrl.ParseCPUList(resctrl.FormatCPUList(l))
-		if err != nil {
-			t.Fatalf("%q -> %q does not parse", s, resctrl.FormatCPUList(l))
-		}
-		seen := map[int]bool{}
-		for _, c := range l {
-			seen[c] = true
-		}
-		if len(again) != len(seen) {
-			t.Fatalf("%q: %v -> %v", s, l, again)
-		}
-	})
-}

@@ -3,16 +3,13 @@ package resctrl
 import (
 	"fmt"
 	"math/bits"
+
+	"colo/machine"
 )
 
-// IsContiguous reports whether the 1-bits of m form one run (0 counts as contiguous).
-func IsContiguous(m uint64) bool {
-	if m == 0 {
-		return true
-	}
-	m >>= uint(bits.TrailingZeros64(m))
-	return m&(m+1) == 0
-}
+// IsContiguous reports whether the 1-bits of m form one run (0 counts as contiguous); it is
+// machine.Contiguous.
+func IsContiguous(m uint64) bool { return machine.Contiguous(m) }
 
 // Ones returns the number of set bits (ways) of a mask.
 func Ones(m uint64) int { return bits.OnesCount64(m) }

@@ -34,7 +34,8 @@ type ApplyError struct {
 func (e *ApplyError) Error() string {
 	s := fmt.Sprintf("resctrl: change %d (group %s) failed: %v", e.Step+1, e.Group, e.Err)
 	if e.RollbackErr != nil {
-		return s + "; ROLLBACK FAILED, the mount is half-changed: " + e.RollbackErr.Error()
+		return s + "; ROLLBACK FAILED, the mount is half-changed: " + e.RollbackErr.Error() +
+			" (inspect with colo resctrl ls; colo resctrl reconcile removes colo's groups)"
 	}
 	return s + "; every earlier step was rolled back, nothing changed"
 }

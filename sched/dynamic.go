@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -22,7 +23,8 @@ const (
 	waitingProbe
 	probing
 	allocated
-	unallocated // probe failed, was refused, or allocate: false
+	unallocated    // probe failed, was refused, or allocate: false
+	reprobeWaiting // allocated, fell below its threshold: queued in Q_alloc for a new probe
 )
 
 type djob struct {
@@ -32,6 +34,14 @@ type djob struct {
 	state  probeState
 	load   float64 // latest StallsL3Miss %, 100 without data
 	hasObs bool
+	last   *Sample // latest collector sample
+	// the latest probe: its threshold, whether the result met it, when it ended; and
+	// since when the job's allocation has been unchanged (a consolidation moves it)
+	target   float64
+	met      bool
+	probeEnd time.Duration
+	settled  time.Duration
+	probes   int
 }
 
 // Dynamic is the thesis's dynamic scheduler (Algorithm 3, seed000.md §2.3):
@@ -51,7 +61,17 @@ type djob struct {
 //   - rebalancing after a batch job's warm-up: if the socket loads differ by more than
 //     RebalanceThreshold, move the youngest batch job of the most loaded socket that
 //     improves the difference by at least RebalanceMinGain; one move per round, at most
-//     every RebalanceCooldown, never while a probe runs.
+//     every RebalanceCooldown, never while a probe runs;
+//   - re-probing (Config.Reprobe): an allocated job whose probe met its threshold and
+//     whose collector sample, taken entirely under its settled allocation, falls below
+//     that threshold joins Q_alloc again, at the earliest Probe.CooldownT after its
+//     previous probe ended; it keeps its allocation until its new probe buffer (its own
+//     ways count as free) is reserved;
+//   - forced moves (Config.ForceMove): a priority job at the head of the queue that fits
+//     on no socket makes room: the smallest batch jobs of the best-ranked socket where
+//     that is possible move to other sockets, and the job is admitted next tick;
+//   - without IPCE (Env.IPCEUnavailable: software counters only) nothing is probed or
+//     allocated: priority jobs run in system/default, and the first tick logs why.
 type Dynamic struct {
 	env     Env
 	cfg     Config
@@ -61,7 +81,18 @@ type Dynamic struct {
 	timers  []time.Duration // batch warm-up timers that trigger a rebalance
 	lastReb time.Duration
 	rebOnce bool
+	now     time.Duration
+	// Reprobes and ForcedMoves count re-probes started and batch jobs moved for a
+	// priority admission (for tests and logs).
+	Reprobes, ForcedMoves int
+	// noProbeSaid: the decision not to probe (Env.IPCEUnavailable) has been logged
+	noProbeSaid bool
 }
+
+// probes says whether priority jobs are probed: RDT is on and the platform can measure
+// IPCE (a probe without IPCE samples can only fail, so its buffer CLOS would be created
+// and dropped for nothing).
+func (d *Dynamic) probes() bool { return d.cfg.RDT && d.env.IPCEUnavailable == "" }
 
 // NewDynamic builds the dynamic scheduler for env.
 func NewDynamic(env Env) (*Dynamic, error) {
@@ -119,6 +150,11 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 	for _, id := range obs.Finished {
 		d.forget(id)
 	}
+	d.now = obs.Now
+	if d.cfg.RDT && !d.probes() && !d.noProbeSaid {
+		d.noProbeSaid = true
+		logf("no allocation probing: IPCE is unavailable on this platform (%s); priority jobs run unallocated in system/default", d.env.IPCEUnavailable)
+	}
 	running := map[int]bool{}
 	for _, r := range obs.Running {
 		running[r.ID] = true
@@ -127,6 +163,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 			if r.Last != nil {
 				j.load = nanTo(r.Last.L3MissStallPercent(), 0)
 				j.hasObs = true
+				j.last = r.Last
 			}
 		}
 	}
@@ -143,6 +180,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 			continue
 		}
 		g, _ := d.acct.Group(groupName(j.ID))
+		j.probeEnd, j.settled, j.met = obs.Now, obs.Now, false
 		switch {
 		case pr.Err != "":
 			d.acct.Release(groupName(j.ID))
@@ -172,7 +210,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 				logf("job %d: %v", j.ID, err)
 				continue
 			}
-			j.state = allocated
+			j.state, j.target, j.met = allocated, pr.Target, pr.Met
 			out.Allocate = append(out.Allocate, Allocation{Job: j.ID, Socket: ng.Socket, Mask: ng.Mask, MBA: ng.MBA, Reason: "probe-result"})
 			logf("job %d: allocated %d ways %#x + %d%% MBA on socket %d (probe IPCE %.1f%%, met=%v)", j.ID, ways, ng.Mask, ng.MBA, ng.Socket, 100*pr.IPCE, pr.Met)
 		}
@@ -192,6 +230,11 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		if j.state == probing {
 			probesActive = true
 		}
+		if d.reprobeDue(j, obs.Now) {
+			j.state = reprobeWaiting
+			d.qalloc = append(d.qalloc, j.ID)
+			logf("job %d: IPCE %.1f%% below its threshold %.1f%% under its allocation; queued for a new probe", j.ID, 100*j.last.IPCE(), 100*j.target)
+		}
 	}
 
 	// 3. serve Q_alloc head first
@@ -201,19 +244,24 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 			break
 		}
 		bw, bm := d.bufferSize()
-		now, after := d.acct.Fit(j.socket, bw, bm)
+		now, after := d.fitBuffer(j, bw, bm)
 		if !now && after {
 			d.consolidate(j.socket, &out, logf)
-			now, _ = d.acct.Fit(j.socket, bw, bm)
+			now, _ = d.fitBuffer(j, bw, bm)
 		}
 		if !now {
 			break // an infeasible head blocks the queue
+		}
+		if j.state == reprobeWaiting {
+			d.acct.Release(groupName(j.ID)) // its ways become part of its new buffer
+			d.Reprobes++
 		}
 		g, err := d.acct.Allocate(groupName(j.ID), j.socket, bw, bm)
 		if err != nil {
 			break
 		}
 		j.state = probing
+		j.probes++
 		probesActive = true
 		d.qalloc = d.qalloc[1:]
 		out.Allocate = append(out.Allocate, Allocation{Job: j.ID, Socket: g.Socket, Mask: g.Mask, MBA: g.MBA, Reason: "probe-buffer"})
@@ -223,6 +271,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 
 	// 4. strict FIFO admission
 	free := copyFree(obs.FreeCPUs)
+	forced := false
 	for _, q := range obs.Queue {
 		if why := NeverFits(q, d.env.Machine); why != "" {
 			out.Reject = append(out.Reject, Rejection{Job: q.ID, Reason: why})
@@ -235,13 +284,24 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 			s = d.batchSocket(q, free)
 		}
 		if s < 0 {
+			if q.Priority && d.cfg.ForceMove {
+				if mv := d.forceMove(q, free); len(mv) > 0 {
+					out.Migrate = append(out.Migrate, mv...)
+					forced = true
+					for _, m := range mv {
+						logf("force-move: job %d to socket %d to make room for priority job %d", m.Job, m.Socket, q.ID)
+					}
+				}
+			}
 			break
 		}
 		take(q, s, free)
 		out.Place = append(out.Place, Placement{Job: q.ID, Socket: s})
 		j := &djob{Job: q, socket: s, placed: obs.Now, load: 100}
 		d.jobs[q.ID] = j
-		if q.Priority && d.cfg.RDT {
+		if q.Priority && d.cfg.RDT && !d.probes() {
+			j.state = unallocated // no IPCE: never probed (logged once above)
+		} else if q.Priority && d.cfg.RDT {
 			j.state = waitingProbe
 			d.qalloc = append(d.qalloc, q.ID)
 		} else if !q.Priority && d.cfg.Rebalance {
@@ -260,7 +320,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		}
 	}
 	d.timers = keep
-	if due && d.cfg.Rebalance && !probesActive && (!d.rebOnce || obs.Now-d.lastReb >= d.cfg.RebalanceCooldown) {
+	if due && d.cfg.Rebalance && !probesActive && !forced && (!d.rebOnce || obs.Now-d.lastReb >= d.cfg.RebalanceCooldown) {
 		if mv, ok := d.rebalance(free); ok {
 			out.Migrate = append(out.Migrate, mv)
 			d.jobs[mv.Job].socket = mv.Socket
@@ -271,12 +331,114 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 	return out
 }
 
+// reprobeDue says whether job j should be probed again now (Config.Reprobe): it holds
+// the allocation of a probe that met its threshold, its latest collector sample covers
+// only time after the allocation settled and lies below the threshold, and the cool-down
+// since its previous probe (Probe.CooldownT, seed000.md §2.2) has passed.
+func (d *Dynamic) reprobeDue(j *djob, now time.Duration) bool {
+	if !d.cfg.Reprobe || !d.cfg.RDT || j.state != allocated || !j.met || j.last == nil {
+		return false
+	}
+	if j.last.At-j.last.Interval < j.settled || now < j.probeEnd+d.cfg.Probe.CooldownT {
+		return false
+	}
+	ipce := j.last.IPCE()
+	return !math.IsNaN(ipce) && ipce < j.target
+}
+
+// fitBuffer is Accountant.Fit for j's probe buffer; a job waiting for a re-probe counts
+// its own ways and bandwidth as free (they become part of the buffer).
+func (d *Dynamic) fitBuffer(j *djob, ways, mba int) (now, afterConsolidation bool) {
+	if j.state != reprobeWaiting {
+		return d.acct.Fit(j.socket, ways, mba)
+	}
+	g, ok := d.acct.Group(groupName(j.ID))
+	if !ok {
+		return d.acct.Fit(j.socket, ways, mba)
+	}
+	if mba > d.acct.FreeMBA(j.socket)+g.MBA {
+		return false, false
+	}
+	free := d.acct.FreeMask(j.socket) | g.Mask
+	_, now = BestFit(free, d.acct.TotalWays(), ways)
+	return now, Ways(free) >= ways
+}
+
+// forceMove makes room for priority job q that fits on no socket: on the best-ranked
+// socket (prioritySocket's order) where it is possible, the smallest batch jobs (fewest
+// cores, then youngest) move to the other socket with the most free cores where they
+// fit, until q's cores are free. Pinned jobs and jobs placed this tick stay. Nothing
+// moves unless q then fits (seed000.md §2.3 [repo] force_move_for_priority_admission).
+func (d *Dynamic) forceMove(q Job, free [][]int) []Migration {
+	if len(q.CPUs) > 0 {
+		return nil
+	}
+	for _, s := range d.priorityRanking(free) {
+		need := q.Cores - len(free[s])
+		if need <= 0 {
+			continue
+		}
+		var cands []*djob
+		for _, j := range d.sorted() {
+			if j.socket == s && !j.Priority && len(j.CPUs) == 0 && j.placed < d.now {
+				cands = append(cands, j)
+			}
+		}
+		sort.SliceStable(cands, func(a, b int) bool {
+			if cands[a].Cores != cands[b].Cores {
+				return cands[a].Cores < cands[b].Cores
+			}
+			if cands[a].placed != cands[b].placed {
+				return cands[a].placed > cands[b].placed
+			}
+			return cands[a].ID > cands[b].ID
+		})
+		f := copyFree(free)
+		var mv []Migration
+		for _, j := range cands {
+			if need <= 0 {
+				break
+			}
+			dest := -1
+			for o := range f {
+				if o != s && Fits(j.Job, o, f) && (dest < 0 || len(f[o]) > len(f[dest])) {
+					dest = o
+				}
+			}
+			if dest < 0 {
+				continue
+			}
+			take(j.Job, dest, f)
+			need -= j.Cores
+			mv = append(mv, Migration{Job: j.ID, Socket: dest})
+		}
+		if need > 0 {
+			continue
+		}
+		copy(free, f)
+		for _, m := range mv {
+			d.jobs[m.Job].socket = m.Socket
+		}
+		d.ForcedMoves += len(mv)
+		return mv
+	}
+	return nil
+}
+
 // consolidate repacks socket s and emits the moved groups' new masks.
 func (d *Dynamic) consolidate(s int, out *Decisions, logf func(string, ...any)) {
 	for _, mv := range d.acct.Consolidate(s) {
 		var id int
 		fmt.Sscanf(mv.Name, "job-%d", &id)
+		if j, ok := d.jobs[id]; ok {
+			j.settled = d.now // it lost its cached lines: judge it again from now on
+		}
 		g, _ := d.acct.Group(mv.Name)
+		for i := range out.Probe { // a buffer reserved earlier this tick moved: its probe follows
+			if out.Probe[i].Job == id {
+				out.Probe[i].Buffer = mv.To
+			}
+		}
 		out.Allocate = append(out.Allocate, Allocation{Job: id, Socket: mv.Socket, Mask: mv.To, MBA: g.MBA, Reason: "consolidate"})
 		out.ConsolidatedWays += mv.LostWays
 		logf("consolidate socket %d: job %d %#x -> %#x (loses %d ways of cached lines)", mv.Socket, id, mv.From, mv.To, mv.LostWays)
@@ -308,13 +470,20 @@ func (d *Dynamic) forget(id int) {
 // without a probe result is assumed to hold a full buffer), then fewer priority jobs,
 // then more free cores (seed000.md §2.3 [repo] "priority-socket ranking").
 func (d *Dynamic) prioritySocket(q Job, free [][]int) int {
-	bw, bm := d.bufferSize()
-	best := -1
-	var bWays, bMBA, bPrio int
-	for s := range free {
-		if !Fits(q, s, free) {
-			continue
+	for _, s := range d.priorityRanking(free) {
+		if Fits(q, s, free) {
+			return s
 		}
+	}
+	return -1
+}
+
+// priorityRanking orders all sockets best first for a priority job (see prioritySocket).
+func (d *Dynamic) priorityRanking(free [][]int) []int {
+	bw, bm := d.bufferSize()
+	type rank struct{ s, ways, mba, prio int }
+	var rs []rank
+	for s := range free {
 		ways, mba, prio := Ways(d.acct.AllocatedMask(s)), d.acct.MBABudget()-d.acct.FreeMBA(s), 0
 		for _, j := range d.sorted() {
 			if j.socket != s || !j.Priority {
@@ -326,13 +495,26 @@ func (d *Dynamic) prioritySocket(q Job, free [][]int) int {
 				mba += bm
 			}
 		}
-		better := best < 0 || ways < bWays ||
-			ways == bWays && (mba < bMBA || mba == bMBA && (prio < bPrio || prio == bPrio && len(free[s]) > len(free[best])))
-		if better {
-			best, bWays, bMBA, bPrio = s, ways, mba, prio
-		}
+		rs = append(rs, rank{s, ways, mba, prio})
 	}
-	return best
+	sort.SliceStable(rs, func(a, b int) bool {
+		x, y := rs[a], rs[b]
+		if x.ways != y.ways {
+			return x.ways < y.ways
+		}
+		if x.mba != y.mba {
+			return x.mba < y.mba
+		}
+		if x.prio != y.prio {
+			return x.prio < y.prio
+		}
+		return len(free[x.s]) > len(free[y.s])
+	})
+	out := make([]int, len(rs))
+	for i, r := range rs {
+		out[i] = r.s
+	}
+	return out
 }
 
 func (d *Dynamic) loads() []float64 {

@@ -38,7 +38,9 @@ type Job struct {
 // Sample is one collector interval of a running job: counter deltas over Interval plus
 // RDT monitoring at its end.
 type Sample struct {
-	Interval      time.Duration
+	Interval time.Duration
+	// At is when the sample was taken (the end of Interval), on the run's clock.
+	At            time.Duration
 	Instructions  float64
 	Cycles        float64
 	StallsTotal   float64
@@ -179,24 +181,39 @@ type Config struct {
 	// run (after a release), instead of only when a request does not fit; system/default
 	// can then use every free way, at the cost of the moved groups' cached lines.
 	Defragment bool
+	// Reprobe probes an allocated priority job again when, after its probe met the
+	// threshold, a collector sample taken entirely under its settled allocation falls
+	// below that threshold (a phase change, seed000.md §2.3 and thesis §5.1.3), at the
+	// earliest Probe.CooldownT after its previous probe ended.
+	Reprobe bool
+	// ForceMove evicts the smallest batch jobs of a socket to another socket when a
+	// priority job at the head of the queue fits on no socket (thesis "balancing and
+	// swap option", [repo] force_move_for_priority_admission, seed000.md §2.3).
+	ForceMove bool
 	// Options holds implementation-specific keys (scheduler.options in YAML); a factory
 	// must reject keys it does not know.
 	Options map[string]any
 }
 
 // DefaultConfig is the thesis evaluation's scheduler configuration (seed000.md §2.3 [repo]):
-// tick 1 s, reserve 1 way + 10 %, rebalancing on with cooldown 2 s, threshold 5, gain 1.
+// tick 1 s, reserve 1 way + 10 %, rebalancing on with cooldown 2 s, threshold 5, gain 1;
+// re-probing and forced moves for priority admission on (the evaluation enabled the
+// "balancing and swap option" and re-probed in Low Demand, thesis §5.1).
 func DefaultConfig() Config {
 	return Config{Implementation: "least-loaded", Tick: time.Second,
 		ReserveWays: DefaultReserveWays, ReserveMBA: DefaultReserveMBA,
 		Rebalance: true, RebalanceCooldown: 2 * time.Second, RebalanceThreshold: 5, RebalanceMinGain: 1,
-		Probe: probe.DefaultConfig()}
+		Reprobe: true, ForceMove: true, Probe: probe.DefaultConfig()}
 }
 
 // Env is what a factory gets to build a scheduler.
 type Env struct {
 	Machine *machine.Profile
 	Config  Config
+	// IPCEUnavailable is non-empty when the platform cannot measure IPCE (no hardware
+	// PMU or no stall events: software counters only) and says why. Schedulers that
+	// need IPCE (allocation probing) must then not try.
+	IPCEUnavailable string
 }
 
 // Factory builds a scheduler; it validates Config (including Options) and says what to fix.

@@ -50,7 +50,10 @@ func Neighbor(bufBytes int64, pageBytes int64) Workload {
 	}, 1)
 }
 
-// NeighborStride is `neighbor --pattern stride` (stride 4096, bursts of 1,000).
+// NeighborStride is `neighbor --pattern stride` (stride 4096, bursts of 1,000; seed000.md
+// §4.3). Its parameters are Neighbor's adjusted by colo's estimate, not fitted to a paper
+// figure: no rand() call between accesses (APKI 60, BaseCPI 0.5) and addresses known ahead
+// (MLP 6).
 func NeighborStride(bufBytes int64, pageBytes int64) Workload {
 	return Single(&Analytic{
 		Label:           fmt.Sprintf("neighbor-stride-%dMB-%s", bufBytes>>20, pageName(pageBytes)),

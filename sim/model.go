@@ -87,20 +87,28 @@ type Analytic struct {
 	// BytesPerMiss is DRAM traffic per LLC miss: the line, plus adjacent-line prefetch and
 	// dirty write-backs. Default: the line size.
 	BytesPerMiss float64
-	// Loads is l1_ref/ret_ins (LoadsPerInstruction). Default 0.3.
+	// Loads is l1_ref/ret_ins (LoadsPerInstruction). Default DefaultLoads.
 	Loads float64
 }
 
 // Name implements Model.
 func (a *Analytic) Name() string { return a.Label }
 
-// LoadsPerInstruction implements Model.
-func (a *Analytic) LoadsPerInstruction() float64 {
-	if a.Loads <= 0 {
-		return 0.3
+// DefaultLoads is the l1_ref/ret_ins (retired loads per instruction, dCat's phase signature,
+// seed003.md §1.7) of a model that does not set its own. The papers give no value; 0.3 is
+// colo's assumption (roughly one load in three instructions, a common mix for integer and
+// memory-bound code). Only its changes matter to dCat, so the absolute value is secondary.
+const DefaultLoads = 0.3
+
+func loadsOr(v float64) float64 {
+	if v <= 0 {
+		return DefaultLoads
 	}
-	return a.Loads
+	return v
 }
+
+// LoadsPerInstruction implements Model.
+func (a *Analytic) LoadsPerInstruction() float64 { return loadsOr(a.Loads) }
 
 func (a *Analytic) validate() error {
 	switch {
@@ -159,6 +167,8 @@ func UsableBytes(ws int64, pageBytes int64, k int, wayBytes int64) float64 {
 // can stay resident (see UsableBytes): uniform reuse (Random, PointerChase) hits on the
 // resident fraction; cyclic sweeps (Sequential, Strided) hit only when the sweep fits, and
 // a sweep that overflows keeps (U/ws)^32 of its hits — the LRU cliff, steep but continuous.
+// Under true LRU a cyclic sweep larger than the cache hits never; the exponent 32 is colo's
+// choice (no paper gives one) so the cliff stays continuous for the controllers' ways search.
 func HitRatio(p Pattern, usable float64, ws int64) float64 {
 	f := math.Min(1, usable/float64(ws))
 	switch p {
@@ -242,7 +252,7 @@ func (a *Analytic) Table(p *machine.Profile, o Options) (*profile.Table, error) 
 // their last row (profile.Interp).
 type TableModel struct {
 	T *profile.Table
-	// Loads is l1_ref/ret_ins, which metrics.csv lacks; default 0.3.
+	// Loads is l1_ref/ret_ins, which metrics.csv lacks; default DefaultLoads.
 	Loads float64
 }
 
@@ -256,9 +266,4 @@ func (t *TableModel) Name() string { return t.T.Name }
 func (t *TableModel) Table(*machine.Profile, Options) (*profile.Table, error) { return t.T, nil }
 
 // LoadsPerInstruction implements Model.
-func (t *TableModel) LoadsPerInstruction() float64 {
-	if t.Loads <= 0 {
-		return 0.3
-	}
-	return t.Loads
-}
+func (t *TableModel) LoadsPerInstruction() float64 { return loadsOr(t.Loads) }

@@ -24,7 +24,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"time"
 
@@ -261,15 +260,9 @@ func (m *Machine) SetCLOS(clos int, masks []uint64, mba []int) error {
 	if len(masks) != m.D {
 		return fmt.Errorf("CLOS %d: %d masks given, the machine has %d LLC domains", clos, len(masks), m.D)
 	}
-	full := m.p.FullMask()
 	for d, mk := range masks {
-		switch {
-		case mk&^full != 0:
-			return fmt.Errorf("CLOS %d domain %d: mask %#x is wider than the cache (cbm_mask %#x)", clos, d, mk, full)
-		case bits.OnesCount64(mk) < m.p.CAT.MinCBMBits:
-			return fmt.Errorf("CLOS %d domain %d: mask %#x has fewer than min_cbm_bits=%d ways", clos, d, mk, m.p.CAT.MinCBMBits)
-		case !m.p.CAT.SparseMasks && mk != 0 && !contiguous(mk):
-			return fmt.Errorf("CLOS %d domain %d: mask %#x is not contiguous (%s requires contiguous masks)", clos, d, mk, m.p.Vendor)
+		if err := m.p.CheckMask(mk); err != nil {
+			return fmt.Errorf("CLOS %d domain %d: %w", clos, d, err)
 		}
 	}
 	if mba != nil {
@@ -295,11 +288,6 @@ func (m *Machine) SetCLOS(clos int, masks []uint64, mba []int) error {
 func (m *Machine) CLOS(clos int) (masks []uint64, mba []int) {
 	c := m.clos[clos]
 	return append([]uint64(nil), c.masks...), append([]int(nil), c.mba...)
-}
-
-func contiguous(x uint64) bool {
-	x >>= uint(bits.TrailingZeros64(x))
-	return x&(x+1) == 0
 }
 
 // AddWorkload starts a workload with one thread on each of cores (all in one LLC domain,

@@ -415,7 +415,7 @@ func TestBadInput(t *testing.T) {
 		mba   []int
 		want  string
 	}{
-		{[]uint64{0x1fff, 0xfff}, nil, "wider than the cache"},
+		{[]uint64{0x1fff, 0xfff}, nil, "wider than the 12-way cache"},
 		{[]uint64{0x0f0f, 0xfff}, nil, "not contiguous"},
 		{[]uint64{0, 0xfff}, nil, "min_cbm_bits"},
 		{[]uint64{0xfff}, nil, "2 LLC domains"},

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/testenv"
 	"colo/store"
 	"colo/store/storetest"
 )
@@ -39,9 +40,21 @@ func freePort(t testing.TB) int {
 
 func startInfluxd(t testing.TB) *influxd {
 	bin, err := exec.LookPath("influxd")
-	if err != nil {
-		t.Skip("influxd not installed (scripts/setup.sh installs the Debian package influxdb)")
+	testenv.Need(t, "influxd (Debian package influxdb; scripts/setup.sh installs it)", err)
+	// A free port can be taken between probing and binding: try again with new ports.
+	for attempt := 1; ; attempt++ {
+		d, err := tryInfluxd(t, bin)
+		if err == nil {
+			return d
+		}
+		if attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("influxd attempt %d: %v", attempt, err)
 	}
+}
+
+func tryInfluxd(t testing.TB, bin string) (*influxd, error) {
 	dir := t.TempDir()
 	httpPort, rpcPort := freePort(t), freePort(t)
 	conf := fmt.Sprintf(`reporting-disabled = true
@@ -76,7 +89,7 @@ bind-address = "127.0.0.1:%d"
 	cmd := exec.Command(bin, "run", "-config", cfg)
 	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -100,14 +113,15 @@ bind-address = "127.0.0.1:%d"
 		}
 		select {
 		case err := <-exited:
-			t.Fatalf("influxd exited: %v\n%s", err, logBuf.String())
+			exited <- err // for the cleanup
+			return nil, fmt.Errorf("influxd exited: %v\n%s", err, logBuf.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if i > 300 {
-			t.Fatalf("influxd did not answer /ping in 30 s\n%s", logBuf.String())
+			return nil, fmt.Errorf("influxd did not answer /ping in 30 s\n%s", logBuf.String())
 		}
 	}
-	return &influxd{URL: u, log: &logBuf}
+	return &influxd{URL: u, log: &logBuf}, nil
 }
 
 // query runs an InfluxQL statement and returns the first series' columns and rows.

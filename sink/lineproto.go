@@ -96,14 +96,6 @@ func (l *line) str(k, v string) *line {
 	return l
 }
 
-func (l *line) bool(k string, v bool) *line {
-	l.sep()
-	l.sb.WriteString(tagEscaper.Replace(k))
-	l.sb.WriteByte('=')
-	l.sb.WriteString(strconv.FormatBool(v))
-	return l
-}
-
 func (l *line) at(t time.Time) string {
 	l.sb.WriteByte(' ')
 	l.sb.WriteString(strconv.FormatInt(t.UnixNano(), 10))

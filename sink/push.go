@@ -12,7 +12,7 @@ import (
 
 // PushRun queues every sample, allocation, event and summary of a run directory (after
 // the run, as the thesis did at teardown) and returns once they are queued; call Close
-// to deliver.
+// to deliver. With Config.Block it keeps pace with the database instead of spooling.
 func (s *Sink) PushRun(st *store.Store) error {
 	runs, err := st.Runs()
 	if err != nil {

@@ -50,6 +50,7 @@ type Config struct {
 	Backoff       time.Duration // first retry delay, doubled each retry (default 200 ms)
 	MaxBackoff    time.Duration // default 5 s
 	SpoolPath     string        // undelivered lines go here (default: none, only counted)
+	Block         bool          // wait for buffer space instead of spooling (replaying a finished run; never during a run)
 	Client        *http.Client  // default: a client with Timeout
 }
 
@@ -137,7 +138,8 @@ type Sink struct {
 	cfg      Config
 	endpoint string
 	mu       sync.Mutex
-	cond     *sync.Cond
+	cond     *sync.Cond // the sender waits for lines
+	space    *sync.Cond // Block: producers wait for buffer space
 	buf      []string
 	closing  bool
 	deadline context.Context
@@ -157,6 +159,7 @@ func New(cfg Config) (*Sink, error) {
 	}
 	s := &Sink{cfg: cfg, done: make(chan struct{}), deadline: context.Background()}
 	s.cond = sync.NewCond(&s.mu)
+	s.space = sync.NewCond(&s.mu)
 	q := url.Values{}
 	if cfg.API == 1 {
 		q.Set("db", cfg.Database)
@@ -196,6 +199,9 @@ func (s *Sink) put(l string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Queued++
+	for s.cfg.Block && len(s.buf) >= s.cfg.BufferLines && !s.closing {
+		s.space.Wait()
+	}
 	if s.closing || len(s.buf) >= s.cfg.BufferLines {
 		s.undeliveredLocked([]string{l}, "buffer full: the database is slower than the run")
 		return
@@ -265,6 +271,7 @@ func (s *Sink) loop() {
 		batch := make([]string, n)
 		copy(batch, s.buf[:n])
 		s.buf = append(s.buf[:0], s.buf[n:]...)
+		s.space.Broadcast()
 		ctx := s.deadline
 		s.mu.Unlock()
 		err := s.send(ctx, batch)
@@ -387,6 +394,7 @@ func (s *Sink) Close(ctx context.Context) (Stats, error) {
 	s.closing = true
 	s.deadline = ctx
 	s.cond.Broadcast()
+	s.space.Broadcast()
 	s.mu.Unlock()
 	select {
 	case <-s.done:

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -101,9 +102,9 @@ func (v *v2Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if l == "" {
 			continue
 		}
-		// measurement[,tags] fields timestamp: three space-separated parts (spaces in
-		// tags are escaped; none of these test lines has spaces in string fields).
-		if n := len(strings.Fields(strings.ReplaceAll(l, `\ `, "_"))); n != 3 {
+		// measurement[,tags] fields timestamp: three space-separated parts once escaped
+		// spaces and quoted string field values are set aside.
+		if n := len(strings.Fields(quoted.ReplaceAllString(strings.ReplaceAll(l, `\ `, "_"), `""`))); n != 3 {
 			bad("line with " + string(rune('0'+n)) + " parts: " + l)
 			return
 		}
@@ -111,6 +112,8 @@ func (v *v2Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 func testSamples(n int) (Source, store.Job, []store.Sample) {
 	src := Source{Run: "r", Scheduler: "dynamic", Start: time.Unix(1700000000, 0)}
@@ -247,6 +250,79 @@ func TestConfigErrors(t *testing.T) {
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("config %+v accepted", c)
+		}
+	}
+}
+
+// Block (replaying a finished run): a slow database makes the producer wait instead of
+// spooling, and every point arrives.
+func TestBlockKeepsPace(t *testing.T) {
+	srv := &v2Server{t: t}
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond)
+		srv.ServeHTTP(w, r)
+	})
+	ts := httptest.NewServer(slow)
+	defer ts.Close()
+	s, err := New(Config{Host: ts.URL, Org: "colo-org", Database: "colo", Token: "s3cret", BatchSize: 20, BufferLines: 40, Block: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, j, xs := testSamples(500)
+	for _, x := range xs {
+		s.Sample(src, j, x)
+	}
+	st, err := s.Close(context.Background())
+	if err != nil || st.Delivered != 500 || st.Undelivered != 0 || len(srv.lines) != 500 {
+		t.Fatalf("stats %+v, %v, server got %d", st, err, len(srv.lines))
+	}
+}
+
+// Streaming during a run: an observer on the run writer sends what the run records, with
+// the job's tags, while the store keeps everything too.
+func TestObserverStreams(t *testing.T) {
+	srv := &v2Server{t: t}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	s, err := New(Config{Host: ts.URL, Org: "colo-org", Database: "colo", Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Create(filepath.Join(t.TempDir(), "run"), store.Meta{Name: "obs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.BeginRun(store.Run{Scheduler: "dynamic", Start: time.Unix(1000, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Observe(s.Observer("run-x"))
+	w.Job(store.Job{ID: 4, Name: "neighbor-6mb", Priority: true, IPCETarget: 0.9, Socket: 1, Start: 0, Stop: store.Unset, State: "running"})
+	_, _, xs := testSamples(3)
+	for i := range xs {
+		xs[i].Job = 4
+	}
+	w.Samples(xs)
+	w.Allocation(store.Allocation{T: time.Second, Socket: 1, CLOS: "prio-4", Mask: 0xc, MBA: 20, Members: []int{4}})
+	w.Event(store.Event{T: time.Second, Kind: "allocate", Job: 4, Text: "2 ways"})
+	if err := w.Finish(store.Summary{VirtualSeconds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	st.Complete()
+	st.Close()
+	stats, err := s.Close(context.Background())
+	if err != nil || stats.Delivered != 6 {
+		t.Fatalf("stats %+v, %v; want 3 samples + allocation + event + summary", stats, err)
+	}
+	got := strings.Join(srv.lines, "\n")
+	for _, want := range []string{
+		"colo_sample,run=run-x,scheduler=dynamic,job=4,name=neighbor-6mb,priority=true,socket=0 ",
+		"colo_allocation,run=run-x,scheduler=dynamic,socket=1,clos=prio-4 mask=12i,ways=2i,mba=20,members=\"4\" 1001000000000",
+		"colo_event,run=run-x,scheduler=dynamic,kind=allocate job=4i,text=\"2 ways\" 1001000000000",
+		"colo_summary,run=run-x,scheduler=dynamic jobs_completed=0i",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("streamed lines lack %q:\n%s", want, got)
 		}
 	}
 }

@@ -27,7 +27,6 @@ type Store struct {
 	mu       sync.Mutex
 	manifest Manifest
 	noManif  bool // run.json was missing when opened
-	writable bool
 	runs     map[int64]*RunWriter
 	closed   bool
 }
@@ -49,7 +48,7 @@ func Create(dir string, meta Meta) (*Store, error) {
 	if meta.Kind == "" {
 		meta.Kind = "run"
 	}
-	s := &Store{dir: dir, writable: true, runs: map[int64]*RunWriter{},
+	s := &Store{dir: dir, runs: map[int64]*RunWriter{},
 		manifest: Manifest{Format: FormatVersion, Meta: meta, Database: DatabaseFile}}
 	db, err := openDB(filepath.Join(dir, DatabaseFile))
 	if err != nil {
@@ -74,7 +73,7 @@ func Create(dir string, meta Meta) (*Store, error) {
 // Open opens an existing run directory for reading (and for appending). It succeeds on an
 // incomplete directory as long as run.json or colo.db exists; Missing says what is absent.
 func Open(dir string) (*Store, error) {
-	s := &Store{dir: dir, runs: map[int64]*RunWriter{}, writable: true}
+	s := &Store{dir: dir, runs: map[int64]*RunWriter{}}
 	mb, merr := os.ReadFile(filepath.Join(dir, ManifestFile))
 	dbPath := filepath.Join(dir, DatabaseFile)
 	_, dberr := os.Stat(dbPath)
@@ -89,7 +88,7 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("%s: %v (the manifest is damaged; delete it to read the database alone)", filepath.Join(dir, ManifestFile), err)
 		}
 		if s.manifest.Format != FormatVersion {
-			return nil, fmt.Errorf("%s: format %q, this colo reads %q", filepath.Join(dir, ManifestFile), s.manifest.Format, FormatVersion)
+			return nil, fmt.Errorf("%s: format %q, this colo reads %q: read it with the colo version that wrote it", filepath.Join(dir, ManifestFile), s.manifest.Format, FormatVersion)
 		}
 	} else {
 		s.noManif = true
@@ -107,7 +106,7 @@ func Open(dir string) (*Store, error) {
 		}
 		if v != schemaVersion {
 			db.Close()
-			return nil, fmt.Errorf("%s: schema version %d, this colo reads %d", dbPath, v, schemaVersion)
+			return nil, fmt.Errorf("%s: schema version %d, this colo reads %d: read it with the colo version that wrote it", dbPath, v, schemaVersion)
 		}
 		s.db = db
 	}
@@ -156,7 +155,7 @@ func (s *Store) BeginRun(r Run) (*RunWriter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.db == nil {
-		return nil, fmt.Errorf("%s has no database", s.dir)
+		return nil, fmt.Errorf("%s has no database (%s is missing): write runs into a directory made by store.Create", s.dir, DatabaseFile)
 	}
 	if r.Scheduler == "" {
 		return nil, errors.New("BeginRun: Run.Scheduler is empty")
@@ -254,6 +253,7 @@ func (s *Store) DatabaseBytes() int64 {
 type RunWriter struct {
 	s       *Store
 	run     Run
+	obs     []Observer
 	jobs    []Job
 	samples []Sample
 	allocs  []Allocation
@@ -268,29 +268,79 @@ func (w *RunWriter) ID() int64 { return w.run.ID }
 // Run returns the run's record.
 func (w *RunWriter) Run() Run { return w.run }
 
+// Observer sees every job, sample, allocation, event and summary a RunWriter accepts, as
+// it is accepted (the InfluxDB sink streams a run this way). Its methods are called with
+// the store's lock held and must not block.
+type Observer interface {
+	Job(Run, Job)
+	Sample(Run, Sample)
+	Allocation(Run, Allocation)
+	Event(Run, Event)
+	Summary(Run, Summary)
+}
+
+// Observe adds an observer of this run's rows.
+func (w *RunWriter) Observe(o Observer) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	w.obs = append(w.obs, o)
+}
+
 // Job inserts or replaces a job record (call again whenever its state changes).
 func (w *RunWriter) Job(j Job) error {
-	return w.add(func() int { w.jobs = append(w.jobs, j); return len(w.jobs) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			o.Job(w.run, j)
+		}
+		w.jobs = append(w.jobs, j)
+		return len(w.jobs)
+	})
 }
 
 // Sample appends one collector sample.
 func (w *RunWriter) Sample(x Sample) error {
-	return w.add(func() int { w.samples = append(w.samples, x); return len(w.samples) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			o.Sample(w.run, x)
+		}
+		w.samples = append(w.samples, x)
+		return len(w.samples)
+	})
 }
 
 // Samples appends a batch of samples (one tick of every running job, say).
 func (w *RunWriter) Samples(xs []Sample) error {
-	return w.add(func() int { w.samples = append(w.samples, xs...); return len(w.samples) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			for _, x := range xs {
+				o.Sample(w.run, x)
+			}
+		}
+		w.samples = append(w.samples, xs...)
+		return len(w.samples)
+	})
 }
 
 // Allocation appends one allocation change.
 func (w *RunWriter) Allocation(a Allocation) error {
-	return w.add(func() int { w.allocs = append(w.allocs, a); return len(w.allocs) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			o.Allocation(w.run, a)
+		}
+		w.allocs = append(w.allocs, a)
+		return len(w.allocs)
+	})
 }
 
 // Event appends one decision or marker.
 func (w *RunWriter) Event(e Event) error {
-	return w.add(func() int { w.events = append(w.events, e); return len(w.events) })
+	return w.add(func() int {
+		for _, o := range w.obs {
+			o.Event(w.run, e)
+		}
+		w.events = append(w.events, e)
+		return len(w.events)
+	})
 }
 
 // Probe appends one probe segment.
@@ -355,6 +405,9 @@ func (w *RunWriter) Finish(sum Summary) error {
 		return err
 	}
 	w.run.Complete = true
+	for _, o := range w.obs {
+		o.Summary(w.run, sum)
+	}
 	return nil
 }
 
@@ -912,4 +965,35 @@ func (s *Store) EachSampleLight(id int64, fn func(Sample) error) error {
 		}
 	}
 	return rows.Err()
+}
+
+// TypicalInterval is the most common sampling interval among the first 10 000 samples of
+// run id (0 when there are none): the collector's period, which probe-time sampling
+// (faster, for one job) does not change.
+func (s *Store) TypicalInterval(id int64) (time.Duration, error) {
+	if s.db == nil {
+		return 0, nil
+	}
+	rows, err := s.db.Query("SELECT interval_ns FROM samples WHERE run_id=? ORDER BY rowid LIMIT 10000", id)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	count := map[int64]int{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return 0, err
+		}
+		if v > 0 {
+			count[v]++
+		}
+	}
+	var best int64
+	for v, c := range count {
+		if c > count[best] || c == count[best] && v > best {
+			best = v
+		}
+	}
+	return time.Duration(best), rows.Err()
 }

@@ -298,3 +298,21 @@ func TestDetectLLC(t *testing.T) {
 		t.Fatal("five thesis stressors")
 	}
 }
+
+func TestPinnedLoadRuns(t *testing.T) {
+	l, err := New(Config{Kind: KindCompute, CPUs: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if r := Run(ctx, l, 0, time.Now, nil); r.Work <= 0 {
+		t.Fatalf("pinned load did no work: %+v", r)
+	}
+	if _, err := New(Config{Kind: KindCompute, CPUs: []int{-1}}); err == nil {
+		t.Fatal("CPU -1 accepted")
+	}
+	if err := OnThread([]int{5000}, func() error { return nil }); err == nil {
+		t.Fatal("CPU 5000 accepted")
+	}
+}

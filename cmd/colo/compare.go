@@ -16,6 +16,7 @@ import (
 
 	// The online controllers register their schedulers (dcat, static-cat, lfoc+, vp).
 	_ "colo/policy/dcat"
+	_ "colo/policy/lfocplus"
 	_ "colo/policy/vp"
 
 	"github.com/spf13/cobra"
@@ -37,7 +38,7 @@ then every job alone, and prints per scheduler:
   STP          Σ 1/S_i over the jobs that ran (S_i = IPC alone / IPC in the run)
   unfairness   max S_i / min S_i
   worst        max S_i
-  reconfig     allocation changes and migrations the scheduler made (per minute too)
+  reconfig     ticks at which the scheduler changed allocations or moved jobs (per minute too)
   moved ways   ways whose cached lines repacking moved (dcat's contiguous layout)
 
 "shared" is least-loaded placement with every job in system/default (no partitioning).
@@ -76,11 +77,21 @@ type compareJobRow struct {
 	Slowdown float64 `json:"slowdown"`
 }
 
-// ipcRecorder sums instructions and cycles per job and counts reconfigurations.
+// ipcRecorder sums instructions and cycles per job and counts reconfigurations: the
+// distinct times at which the scheduler changed an allocation or moved a job (one tick that
+// resizes several groups is one reconfiguration).
 type ipcRecorder struct {
 	bench.Discard
 	instr, cycles map[int]float64
 	reconfig      int
+	at            map[time.Duration]bool
+}
+
+func (r *ipcRecorder) mark(t time.Duration) {
+	if !r.at[t] {
+		r.at[t] = true
+		r.reconfig++
+	}
 }
 
 func (r *ipcRecorder) Sample(s bench.SampleRecord) error {
@@ -91,20 +102,20 @@ func (r *ipcRecorder) Sample(s bench.SampleRecord) error {
 
 func (r *ipcRecorder) Allocation(a bench.AllocationRecord) error {
 	if a.Source == "sched" {
-		r.reconfig++
+		r.mark(a.T)
 	}
 	return nil
 }
 
 func (r *ipcRecorder) Event(e bench.EventRecord) error {
 	if e.Kind == "migrate" {
-		r.reconfig++
+		r.mark(e.T)
 	}
 	return nil
 }
 
 func newIPCRecorder() *ipcRecorder {
-	return &ipcRecorder{instr: map[int]float64{}, cycles: map[int]float64{}}
+	return &ipcRecorder{instr: map[int]float64{}, cycles: map[int]float64{}, at: map[time.Duration]bool{}}
 }
 
 func runCompare(w io.Writer, file string, f compareFlags) error {
@@ -121,8 +132,10 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 		if n == "" {
 			continue
 		}
-		if n != "shared" && !known(n) {
-			return badInputf("--schedulers: unknown scheduler %q (known: shared, %s)", n, strings.Join(sched.Names(), ", "))
+		if n != "shared" {
+			if err := bench.CheckScheduler(n); err != nil {
+				return badInputf("--schedulers: %v; or shared (least-loaded without RDT)", err)
+			}
 		}
 		names = append(names, n)
 	}
@@ -150,15 +163,6 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 			r.Reconfigurations, r.ReconfigPerMin, r.MovedWays)
 	}
 	return tw.Flush()
-}
-
-func known(n string) bool {
-	for _, k := range sched.Names() {
-		if k == n {
-			return true
-		}
-	}
-	return false
 }
 
 // runWith runs bm under the named scheduler with a recorder and returns the result.

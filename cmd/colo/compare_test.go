@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"math/bits"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"colo/bench"
@@ -41,7 +44,7 @@ func loadOn(t *testing.T, file, platform string) *bench.Benchmark {
 // Fig. 15 through the run loop: under dcat, MLOAD-60MB ends Streaming at one way and MLR-8MB
 // above its baseline; the masks the run loop applied never overlap.
 func TestDcatThroughRunLoop(t *testing.T) {
-	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "testsim")
+	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "sim")
 	rec := &bench.Memory{}
 	if _, err := runWith(bm, "dcat", rec); err != nil {
 		t.Fatal(err)
@@ -75,7 +78,7 @@ func TestDcatThroughRunLoop(t *testing.T) {
 // and STP; VP takes no action because MLR and MLOAD start together, so no hurt relative to
 // an earlier reference is ever observed (act only on observed hurt).
 func TestCompareFig15(t *testing.T) {
-	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "testsim")
+	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "sim")
 	memo := map[string]float64{}
 	rows := map[string]compareRow{}
 	for _, n := range []string{"shared", "static-cat", "dcat", "vp"} {
@@ -104,7 +107,7 @@ func TestCompareFig15(t *testing.T) {
 // The VP example through the run loop: the victim runs alone first, so the aggressor's
 // arrival is observed hurt; vp acts and the victim ends less slowed than under shared.
 func TestCompareVPExample(t *testing.T) {
-	bm := loadOn(t, "../../examples/vp/victim-aggressor-hog.yaml", "testsim")
+	bm := loadOn(t, "../../examples/vp/victim-aggressor-hog.yaml", "sim")
 	memo := map[string]float64{}
 	rec := &bench.Memory{}
 	if _, err := runWith(bm, "vp", rec); err != nil {
@@ -129,5 +132,69 @@ func TestCompareVPExample(t *testing.T) {
 	}
 	if rows[1].Reconfigurations == 0 || !(rows[1].WorstSlowdown < rows[0].WorstSlowdown) {
 		t.Fatalf("vp should act and lower the worst slowdown: shared %.3f, vp %.3f (%d actions)", rows[0].WorstSlowdown, rows[1].WorstSlowdown, rows[1].Reconfigurations)
+	}
+}
+
+// LFOC+ online through the run loop on the data set's six workloads: every application is
+// sampled (once per job), the partitioning follows; reports sampling activations per
+// second and reconfigurations per minute (the paper: about 0.6 activations per second).
+func TestLFOCPlusThroughRunLoop(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/lfoc/mix*.yaml")
+	if len(files) != 6 {
+		t.Fatalf("%d LFOC mixes", len(files))
+	}
+	memo := map[string]float64{}
+	for _, f := range files {
+		bm := loadOn(t, f, "testsim")
+		rec := &bench.Memory{}
+		res, err := runWith(bm, "lfoc+", rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts, ends := 0, 0
+		for _, e := range rec.Events {
+			if e.Kind == "decision" && strings.Contains(e.Text, "sample-start") {
+				starts++
+			}
+			if e.Kind == "decision" && strings.Contains(e.Text, "sample-end") {
+				ends++
+			}
+		}
+		if starts < len(bm.Jobs)-1 || ends < len(bm.Jobs)-2 {
+			t.Errorf("%s: %d sampling activations, %d completed, for %d jobs", f, starts, ends, len(bm.Jobs))
+		}
+		rows := map[string]compareRow{}
+		for _, n := range []string{"shared", "lfoc+"} {
+			r, err := compareOne(bm, n, memo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows[n] = r
+		}
+		t.Logf("%s: %d activations in %.0f s (%.2f/s); lfoc+ reconfig %.0f/min; unfairness shared %.3f lfoc+ %.3f; STP shared %.3f lfoc+ %.3f",
+			filepath.Base(f), starts, res.Virtual.Seconds(), float64(starts)/res.Virtual.Seconds(), rows["lfoc+"].ReconfigPerMin,
+			rows["shared"].Unfairness, rows["lfoc+"].Unfairness, rows["shared"].STP, rows["lfoc+"].STP)
+		if !(rows["lfoc+"].Unfairness < rows["shared"].Unfairness) {
+			t.Errorf("%s: lfoc+ unfairness %.3f not below shared %.3f", f, rows["lfoc+"].Unfairness, rows["shared"].Unfairness)
+		}
+	}
+}
+
+func TestCompareBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		f    compareFlags
+		frag string
+	}{
+		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: "dcat,fastest", format: "table"}, `scheduler "fastest" is not known`},
+		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: "dcat", format: "xml"}, `--format "xml"`},
+		{"../../examples/dcat/fig15-mlr-mload.yaml", compareFlags{schedulers: " , ", format: "table"}, "at least one"},
+		{"../../examples/dcat/nope.yaml", compareFlags{schedulers: "dcat", format: "table"}, "nope.yaml"},
+	} {
+		err := runCompare(io.Discard, tc.file, tc.f)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.frag) {
+			t.Errorf("%+v: %v, want a bad-input error mentioning %q", tc.f, err, tc.frag)
+		}
 	}
 }

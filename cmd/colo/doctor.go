@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"colo/perf"
+	"colo/resctrl"
 	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/runtime/host"
@@ -17,6 +18,7 @@ import (
 
 func init() {
 	var asJSON bool
+	var resctrlRoot string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this host for colo: Docker, cgroups, perf counters, resctrl, CPU frequency, SMT, huge pages",
@@ -28,7 +30,7 @@ governor and turbo (turbo on raised the median slowdown-prediction error from 0.
 		Example: "  colo doctor\n  colo doctor --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			checks := runDoctor(cmd.Context())
+			checks := runDoctor(cmd.Context(), resctrlRoot)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -46,10 +48,11 @@ governor and turbo (turbo on raised the median slowdown-prediction error from 0.
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	cmd.Flags().StringVar(&resctrlRoot, "resctrl-root", "", "resctrl mount to check (default $COLO_RESCTRL_ROOT or /sys/fs/resctrl)")
 	rootCmd.AddCommand(cmd)
 }
 
-func runDoctor(ctx context.Context) []host.Check {
+func runDoctor(ctx context.Context, resctrlRoot string) []host.Check {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -70,5 +73,8 @@ func runDoctor(ctx context.Context) []host.Check {
 		}
 		pp.Mode, pp.Reason, pp.Microarch = string(mode), reason, ma
 	}
-	return host.Diagnose(facts, dp, pp)
+	st := resctrl.Check(resctrlRoot)
+	rp := host.ResctrlProbe{Root: st.Root, Mounted: st.Mounted, Emulated: st.Emulated, CPUFlags: st.CPUFlags,
+		Resources: st.Resources, Monitoring: st.Monitoring, CLOSIDs: st.CLOSIDs, RMIDs: st.RMIDs, Reason: st.Reason}
+	return host.Diagnose(facts, dp, pp, rp)
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"colo/sink"
 	"colo/store"
 	"colo/store/export"
 
@@ -15,6 +18,7 @@ import (
 
 func init() {
 	var format, out string
+	var influx sink.Config
 	cmd := &cobra.Command{
 		Use:   "export RUN_DIR",
 		Short: "Export a run directory's tables as CSV, JSON Lines or Parquet",
@@ -26,14 +30,17 @@ spreadsheet. Column names are stable (docs/report.md). Unavailable values are em
   colo export runs/20260122-101500 --format csv -o /tmp/csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !slices.Contains(export.Formats, format) {
-				return badInputf("--format %q: use one of %s", format, strings.Join(export.Formats, ", "))
+			if !slices.Contains(export.Formats, format) && format != "influx" {
+				return badInputf("--format %q: use one of %s, influx", format, strings.Join(export.Formats, ", "))
 			}
 			st, err := store.Open(args[0])
 			if err != nil {
 				return badInput(err)
 			}
 			defer st.Close()
+			if format == "influx" {
+				return exportInflux(cmd, st, influx, args[0])
+			}
 			if out == "" {
 				out = filepath.Join(args[0], "export-"+format)
 			}
@@ -55,7 +62,40 @@ spreadsheet. Column names are stable (docs/report.md). Unavailable values are em
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "csv", "csv, json (JSON Lines) or parquet")
+	cmd.Flags().StringVar(&format, "format", "csv", "csv, json (JSON Lines), parquet, or influx (send to InfluxDB)")
+	env, _ := sink.ConfigFromEnv()
+	influx = env
+	cmd.Flags().StringVar(&influx.Host, "influx-host", env.Host, "InfluxDB URL for --format influx (default $INFLUXDB_HOST)")
+	cmd.Flags().StringVar(&influx.Database, "influx-db", env.Database, "1.x database or 2.x bucket (default $INFLUXDB_BUCKET)")
+	cmd.Flags().StringVar(&influx.Org, "influx-org", env.Org, "2.x organisation: selects the 2.x API (default $INFLUXDB_ORG)")
+	cmd.Flags().IntVar(&influx.API, "influx-api", 0, "1 or 2 (default: 2 when an organisation is given)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output directory (default RUN_DIR/export-FORMAT)")
 	rootCmd.AddCommand(cmd)
+}
+
+// exportInflux sends a run directory to InfluxDB; undelivered points go to
+// RUN_DIR/influx-undelivered.lp and are reported.
+func exportInflux(cmd *cobra.Command, st *store.Store, cfg sink.Config, dir string) error {
+	cfg.SpoolPath = filepath.Join(dir, sink.SpoolFile)
+	cfg.Block = true // a finished run: keep pace with the database rather than spool
+	s, err := sink.New(cfg)
+	if err != nil {
+		return badInput(err)
+	}
+	t0 := time.Now()
+	if err := s.PushRun(st); err != nil {
+		s.Close(context.Background())
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	stats, err := s.Close(ctx)
+	el := time.Since(t0).Seconds()
+	fmt.Fprintf(cmd.OutOrStdout(), "influx: %d points delivered in %d requests (%d retries) in %.2f s (%.0f points/s)\n",
+		stats.Delivered, stats.Requests, stats.Retries, el, float64(stats.Delivered)/el)
+	if stats.Undelivered > 0 {
+		return fmt.Errorf("%d of %d points were not delivered (kept in %s; last error: %s)",
+			stats.Undelivered, stats.Queued, stats.SpoolPath, stats.LastError)
+	}
+	return err
 }

@@ -31,6 +31,14 @@ the file given with --binary.`,
 			if tag == "" {
 				return badInputf("--tag is empty; give a name such as colo:latest")
 			}
+			if binary != "" {
+				if _, err := os.Stat(binary); err != nil {
+					return badInputf("--binary %s: %v", binary, err)
+				}
+				if ok, err := docker.IsStatic(binary); err != nil || !ok {
+					return badInputf("--binary %s: not a static ELF executable (build it with CGO_ENABLED=0 go build ./cmd/colo)", binary)
+				}
+			}
 			ctx := cmd.Context()
 			r, err := docker.New(ctx, docker.Options{})
 			if err != nil {
@@ -46,10 +54,6 @@ the file given with --binary.`,
 				}
 				defer cleanup()
 				bin = path
-			} else if _, err := os.Stat(bin); err != nil {
-				return badInputf("--binary %s: %v", bin, err)
-			} else if ok, err := docker.IsStatic(bin); err != nil || !ok {
-				return badInputf("--binary %s: not a static ELF executable (build it with CGO_ENABLED=0 go build ./cmd/colo)", bin)
 			}
 			id, err := docker.BuildColoImage(ctx, r.Client(), tag, bin)
 			if err != nil {

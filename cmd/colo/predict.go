@@ -51,6 +51,7 @@ type predictFlags struct {
 	wallClock bool
 	machine   string
 	seed      uint64
+	paired    bool
 }
 
 func (f *predictFlags) data(c *cobra.Command) {
@@ -71,6 +72,7 @@ func (f *predictFlags) live(c *cobra.Command) {
 	fl.IntVar(&f.random, "random-threads", 0, "SoI random-access threads (default 1 on ≤ 4 CPUs, else 2)")
 	fl.DurationVar(&f.settle, "settle", time.Second, "wait after starting the SoI or a competitor (thesis: 5 s / 20 s)")
 	fl.IntVar(&f.repeats, "repeats", 1, "measurements per point (median)")
+	fl.BoolVar(&f.paired, "paired", false, "process: pair every measurement under the SoI with an isolated one right before it (ratios cancel drifts of a shared machine; twice the time)")
 	fl.StringVar(&f.repType, "reporter", stress.ReporterAlternating, "reporter type: streaming, random, alternating, hybrid")
 	fl.Float64Var(&f.repMB, "reporter-mb", 0, "reporter footprint in MB actually touched (0: half the detected LLC, so that LLC pressure shows; 16 if undetected)")
 	fl.IntVar(&f.repReps, "reporter-reps", 30, "reporter timed iterations per function")
@@ -96,6 +98,11 @@ func (f *predictFlags) methodValue() (predict.Method, error) { return predict.Pa
 func (f *predictFlags) writable() error {
 	if f.dir == "" {
 		return errors.New("the embedded data set is read-only: give --data DIR to write measurements")
+	}
+	for _, d := range []string{f.dir, filepath.Join(f.dir, predict.SensitivityDir)} {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o222 == 0 {
+			return fmt.Errorf("%s is read-only (a published data set?): measure into another directory", d)
+		}
 	}
 	return os.MkdirAll(filepath.Join(f.dir, predict.SensitivityDir), 0o755)
 }
@@ -321,7 +328,7 @@ func (f *predictFlags) runner(log io.Writer) (measurer, []float64, error) {
 		return nil, nil, fmt.Errorf("--reporter-mb %g must be > 0 and --reporter-reps %d ≥ 1", f.repMB, f.repReps)
 	}
 	return &live.Runner{AppCPUs: appCPUs, OtherCPUs: otherCPUs, StreamThreads: st, RandomThreads: rt,
-		Settle: f.settle, Repeats: f.repeats, Metric: m, Reporter: rcfg, Log: log, WallClock: f.wallClock}, dials, nil
+		Settle: f.settle, Repeats: f.repeats, Paired: f.paired, Metric: m, Reporter: rcfg, Log: log, WallClock: f.wallClock}, dials, nil
 }
 
 func containsInt(xs []int, x int) bool {
@@ -333,8 +340,13 @@ func containsInt(xs []int, x int) bool {
 	return false
 }
 
-// writeFile writes b to path atomically (temp file + rename): nothing half-written.
+// writeFile writes b to path atomically (temp file + rename): nothing half-written. A
+// target without any write permission bit (a published data set) is refused even for root,
+// whom the kernel would let through.
 func writeFile(path string, b []byte) error {
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o222 == 0 {
+		return badInputf("%s is read-only (a published data set?): not overwriting it; copy the directory to write into it", path)
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
@@ -643,20 +655,21 @@ type predictOutput struct {
 
 func addPredictPairs(pc *cobra.Command) {
 	f := &predictFlags{}
-	var recorded bool
+	var recorded, write bool
 	c := &cobra.Command{
-		Use:   "predict [APP COMPETITOR]",
-		Short: "Predict every pair (or one pair, both directions) from curves and scores",
+		Use:   "predict [APP COMPETITOR [COMPETITOR...]]",
+		Short: "Predict every pair (or one pair, both directions; or one app next to several) from curves and scores",
 		Long: `Predicts the normalised performance P̂(A | C) = t_A(0)/t_A(I_C) of every application A
 with a sensitivity curve next to every competitor C with a reporter latency (or, with
 --recorded, a score in contentiousness_scores.csv). With two names, prints that pair in both
-directions. Writes predictions.json into --data DIR.`,
+directions. With --write, saves predictions.json into --data DIR. With more competitors, predicts APP next to all of them at once with Govindan et
+al.'s reduction (the dial is the sum of their scores, saturating at the last dial).`,
 		Example: `  colo predict predict 605.mcf_s 619.lbm_s
   colo predict predict --method linear --json`,
-		Args: cobra.RangeArgs(0, 2),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				return badInputf("give two names (APP COMPETITOR) or none")
+				return badInputf("give APP and at least one COMPETITOR, or no names")
 			}
 			m, err := f.methodValue()
 			if err != nil {
@@ -685,6 +698,9 @@ directions. Writes predictions.json into --data DIR.`,
 			if len(args) == 2 {
 				return printPair(cmd, d, scores, src, m, args[0], args[1], f.asJSON)
 			}
+			if len(args) > 2 {
+				return printMulti(cmd, d, scores, src, m, args[0], args[1:], f.asJSON)
+			}
 			apps := d.Names()
 			mat, err := predict.Matrix(d.Curves, apps, ss, m)
 			if err != nil {
@@ -705,7 +721,10 @@ directions. Writes predictions.json into --data DIR.`,
 					res.Notes[s.Competitor] = s.Note
 				}
 			}
-			if f.dir != "" {
+			if write {
+				if f.dir == "" {
+					return badInputf("--write needs --data DIR (the embedded data set is read-only)")
+				}
 				var buf bytes.Buffer
 				if err := predict.WritePredictions(&buf, res.Predictions); err != nil {
 					return err
@@ -741,6 +760,7 @@ directions. Writes predictions.json into --data DIR.`,
 	}
 	f.data(c)
 	c.Flags().BoolVar(&recorded, "recorded", false, "use the scores in contentiousness_scores.csv instead of scoring the raw latencies")
+	c.Flags().BoolVar(&write, "write", false, "write predictions.json into --data DIR")
 	pc.AddCommand(c)
 }
 
@@ -778,15 +798,48 @@ func printPair(cmd *cobra.Command, d *predict.Dataset, scores map[string]float64
 	return nil
 }
 
+func printMulti(cmd *cobra.Command, d *predict.Dataset, scores map[string]float64, src string, m predict.Method, app string, comps []string, asJSON bool) error {
+	curve, ok := d.Curves[app]
+	if !ok {
+		return badInputf("%s: %s has no sensitivity curve (%s/%s)", d.Source, app, predict.SensitivityDir, predict.CurveFileName(app))
+	}
+	var ss []float64
+	for _, c := range comps {
+		s, ok := scores[c]
+		if !ok {
+			return badInputf("%s: competitor %s has no contentiousness score (not in %s)", d.Source, c, src)
+		}
+		ss = append(ss, s)
+	}
+	mb, note := predict.CombineScores(ss, curve.Dials[len(curve.Dials)-1])
+	mm := m
+	if mm == predict.MethodNearest && curve.MissingDials([]float64{mb}) != nil {
+		mm = predict.MethodLinear
+		note = strings.TrimPrefix(note+"; the summed dial is off the grid: linear interpolation", "; ")
+	}
+	p, err := predict.Predict(curve, mb, mm)
+	if err != nil {
+		return badInput(err)
+	}
+	w := cmd.OutOrStdout()
+	if asJSON {
+		return json.NewEncoder(w).Encode(map[string]any{"app": app, "competitors": comps, "scores_mb": ss, "combined_mb": mb, "predicted": p, "slowdown": 1 / p, "note": note})
+	}
+	fmt.Fprintf(w, "%s next to %s (scores %v MB, combined %.4g MB): predicted performance %.4f of isolated (slowdown %.3f×)%s\n",
+		app, strings.Join(comps, " + "), ss, mb, p, 1/p, noteSuffix(note))
+	return nil
+}
+
 func addScore(pc *cobra.Command) {
 	f := &predictFlags{}
+	var write bool
 	c := &cobra.Command{
 		Use:   "score",
 		Short: "Contentiousness scores of the competitors (optionally measuring the reporter next to --app)",
 		Long: `Converts each competitor's reporter latency (contentiousness.csv) into its score on the
 reporter curve. With --runtime process --app NAME=CMD, first measures the reporter while
-each application runs in the background and adds it to contentiousness.csv. Writes
-contentiousness_scores.csv into --data DIR. A non-monotone reporter curve is reported with
+each application runs in the background and adds it to contentiousness.csv, and writes
+contentiousness_scores.csv (without --runtime only with --write). A non-monotone reporter curve is reported with
 how each affected score was chosen.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -823,7 +876,10 @@ how each affected score was chosen.`,
 				return badInputf("%s: no %s to score; measure it with --runtime process --app NAME=CMD", d.Source, predict.ContentionFile)
 			}
 			ss := predict.ScoreAll(d, m)
-			if f.dir != "" {
+			if write || f.runtime != "" {
+				if f.dir == "" {
+					return badInputf("--write needs --data DIR (the embedded data set is read-only)")
+				}
 				var buf bytes.Buffer
 				if err := predict.WriteScores(&buf, ss); err != nil {
 					return err
@@ -852,6 +908,7 @@ how each affected score was chosen.`,
 	}
 	f.data(c)
 	f.live(c)
+	c.Flags().BoolVar(&write, "write", false, "write contentiousness_scores.csv into --data DIR (always done after measuring)")
 	pc.AddCommand(c)
 }
 

@@ -83,11 +83,39 @@ func TestPredictFromADirectoryMatchesTheEmbeddedSet(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "predictions.json")); err == nil {
 		t.Fatal("a single pair should not rewrite predictions.json")
 	}
+	// Three co-runners: mcf next to xz (0 MB) and lbm (60 MB) reads mcf's curve at 60 MB.
+	out, err = runPolicyCmd(t, "predict", "predict", "--data", dir, "605.mcf_s", "657.xz_s", "619.lbm_s")
+	if err != nil || !strings.Contains(out, "combined 60 MB") {
+		t.Fatalf("three co-runners: %v\n%s", err, out)
+	}
 	if _, err := runPolicyCmd(t, "predict", "predict", "--data", dir, "--json"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "predictions.json")); err == nil {
+		t.Fatal("predictions.json written without --write")
+	}
+	if _, err := runPolicyCmd(t, "predict", "predict", "--data", dir, "--json", "--write"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "predictions.json")); err != nil {
-		t.Fatal("predictions.json not written")
+		t.Fatal("predictions.json not written with --write")
+	}
+	// score never rewrites the scores file unless asked, and never a read-only one.
+	before, _ := os.ReadFile(filepath.Join(dir, "contentiousness_scores.csv"))
+	if _, err := runPolicyCmd(t, "predict", "score", "--data", dir, "--method", "linear"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "contentiousness_scores.csv"))
+	if string(before) != string(after) {
+		t.Fatal("score rewrote contentiousness_scores.csv without --write")
+	}
+	os.Chmod(filepath.Join(dir, "contentiousness_scores.csv"), 0o444)
+	if _, err := runPolicyCmd(t, "predict", "score", "--data", dir, "--write"); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("overwrote a read-only file: %v", err)
+	}
+	after, _ = os.ReadFile(filepath.Join(dir, "contentiousness_scores.csv"))
+	if string(before) != string(after) {
+		t.Fatal("read-only scores file changed")
 	}
 }
 
@@ -98,6 +126,9 @@ func TestPredictBadInput(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	lines := strings.Split(string(b), "\n")
 	os.WriteFile(p, []byte(strings.Join(append(lines[:3:3], lines[4:]...), "\n")), 0o644)
+	roDir := copyData(t)
+	os.Chmod(roDir, 0o555)
+	defer os.Chmod(roDir, 0o755)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -113,6 +144,7 @@ func TestPredictBadInput(t *testing.T) {
 		{[]string{"predict", "profile", "--runtime", "sim", "--data", t.TempDir(), "--app", "a=gpu:1"}, "unknown workload"},
 		{[]string{"predict", "profile", "--runtime", "sim", "--data", t.TempDir(), "--dials", "4:16:4", "--app", "cpu"}, "must include 0"},
 		{[]string{"predict", "profile", "--runtime", "process", "--data", t.TempDir(), "--app-cpus", "99", "--app", "true"}, "CPU 99 does not exist"},
+		{[]string{"predict", "profile", "--runtime", "sim", "--data", roDir, "--app", "cpu"}, "read-only"},
 		{[]string{"stress", "bubble"}, "unknown stress kind"},
 		{[]string{"stress", "random", "--mb", "-1"}, "--mb -1"},
 		{[]string{"stress", "compute", "--mb", "4"}, "no working set"},

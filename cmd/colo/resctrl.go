@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"colo/machine"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 
@@ -168,7 +169,7 @@ unless --foreign is given.`,
 					if v.Owned {
 						owner = "colo"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name(v.Path), kind, owner, v.Mode, len(v.Tasks), resctrl.FormatCPUList(v.CPUs), v.Schemata)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name(v.Path), kind, owner, v.Mode, len(v.Tasks), machine.FormatCPUList(v.CPUs), v.Schemata)
 				}
 				return tw.Flush()
 			})
@@ -203,7 +204,7 @@ unless --foreign is given.`,
 					fmt.Fprintf(w, "schemata: %s\n", v.Schemata)
 				}
 				fmt.Fprintf(w, "tasks:    %s\n", strings.Trim(fmt.Sprint(v.Tasks), "[]"))
-				fmt.Fprintf(w, "cpus:     %s\n", resctrl.FormatCPUList(v.CPUs))
+				fmt.Fprintf(w, "cpus:     %s\n", machine.FormatCPUList(v.CPUs))
 				printMon(w, v.Mon)
 				return nil
 			})

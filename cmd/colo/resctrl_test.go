@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"colo/internal/testenv"
 	"colo/platform/linux"
 	"colo/resctrl"
 	"colo/resctrl/emu"
@@ -27,7 +28,11 @@ func runColo(t *testing.T, args ...string) (string, error) {
 	reset = func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
 			fs.VisitAll(func(f *pflag.Flag) {
-				_ = f.Value.Set(f.DefValue)
+				if sv, ok := f.Value.(pflag.SliceValue); ok {
+					_ = sv.Replace(nil) // Set would append the default's text "[]"
+				} else {
+					_ = f.Value.Set(f.DefValue)
+				}
 				f.Changed = false
 			})
 		}
@@ -45,9 +50,7 @@ func runColo(t *testing.T, args ...string) (string, error) {
 }
 
 func TestResctrlCLI(t *testing.T) {
-	if err := emu.FUSEAvailable(); err != nil {
-		t.Skipf("resctrl CLI tests skipped (they run against a FUSE mount): %v", err)
-	}
+	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable()) // the CLI tests run against a FUSE mount
 	e, _ := emu.NewNamed("intel", emu.Options{})
 	dir := t.TempDir()
 	m, err := emu.Mount(e, dir)

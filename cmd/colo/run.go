@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,8 @@ func init() {
 		noStore  bool
 		schedArg string
 		rcRoot   string
+		platform string
+		dbWait   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run BENCH.yaml",
@@ -30,15 +33,27 @@ seeded generated trace, placed by a scheduler, probed for their minimal exclusiv
 ways and memory bandwidth, sampled by collectors. The default platform is the
 simulated testbed (platform: sim, machine icx-4314-2s): an hour of virtual time runs in
 seconds. Every run writes a fresh directory under runs/ (or --out) holding the samples,
-allocations, probe segments and decisions; the summary is printed at the end.`,
+allocations, probe segments and decisions; the summary is printed at the end.
+--platform linux runs the same benchmark on this host: Docker containers, perf per
+cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 		Example: `  colo run examples/thesis/high-utilization.yaml --compare least-loaded,dynamic
   colo run examples/thesis/low-demand.yaml --compare least-loaded,dynamic --json
-  colo run my-bench.yaml --scheduler dynamic --out runs/try1`,
+  colo run my-bench.yaml --scheduler dynamic --out runs/try1
+  colo run examples/linux/colocation.yaml --platform linux --resctrl-root /tmp/rdt`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if dbWait < 0 {
+				return badInputf("--db-wait %v: must be ≥ 0", dbWait)
+			}
+			if platform != "" && !slices.Contains(bench.PlatformNames(), platform) {
+				return badInputf("--platform %q: unknown platform (known: %s)", platform, strings.Join(bench.PlatformNames(), ", "))
+			}
 			bm, err := bench.Load(args[0])
 			if err != nil {
 				return badInput(err) // unreadable or invalid benchmark: file:line errors
+			}
+			if platform != "" {
+				bm.Platform = platform // overrides benchmark.platform
 			}
 			bm.ResctrlRoot = rcRoot
 			var names []string
@@ -65,18 +80,20 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
 				Warn: func(w string) { fmt.Fprintln(stderr, "colo: warning:", w) },
 				Wall: time.Now,
 			}
-			var closeStore func(bool) error
-			runDir := ""
+			var rs *runStore
 			if !noStore {
-				rec, dir, closer, err := openRunStore(bm, out, names, os.Args)
-				if err != nil {
+				if rs, err = newRunStore(bm, out, os.Args); err != nil {
 					return err
 				}
-				opt.Recorder, runDir, closeStore = rec, dir, closer
+				opt.Recorder = rs.recorder(bm)
+			} else if bm.DB != nil {
+				fmt.Fprintln(stderr, "colo: warning: --no-store: data.db is ignored (the sink streams what the run directory records)")
 			}
 			rep, err := bench.RunAll(bm, names, opt)
-			if closeStore != nil {
-				if cerr := closeStore(err == nil); err == nil && cerr != nil {
+			var influx *bench.SinkStats
+			if rs != nil {
+				var cerr error
+				if influx, cerr = rs.close(err == nil, dbWait, stderr); err == nil && cerr != nil {
 					err = cerr
 				}
 			}
@@ -87,7 +104,10 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
 				}
 				return err
 			}
-			rep.RunDir = runDir
+			if rs != nil {
+				rep.RunDir = rs.dir
+			}
+			rep.Influx = influx
 			if asJSON {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -102,6 +122,8 @@ allocations, probe segments and decisions; the summary is printed at the end.`,
 	fl.StringVar(&schedArg, "scheduler", "", "run under this scheduler instead of the file's scheduler.implementation")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object (keys in docs/bench.md)")
 	fl.BoolVar(&noStore, "no-store", false, "do not write a run directory")
+	fl.StringVar(&platform, "platform", "", "run on this platform instead of the file's benchmark.platform: sim (simulated testbed) or linux (this host: Docker, perf, resctrl)")
 	fl.StringVar(&rcRoot, "resctrl-root", "", "resctrl mount for platform: linux (default /sys/fs/resctrl); ignored on sim")
+	fl.DurationVar(&dbWait, "db-wait", 10*time.Second, "with data.db: how long to wait at the end for InfluxDB to take the points still buffered (the rest is kept in the run directory)")
 	rootCmd.AddCommand(cmd)
 }

@@ -19,9 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,13 +30,56 @@ import (
 	"colo/bench"
 	"colo/machine"
 	"colo/perf"
+	"colo/resctrl"
 	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/runtime/process"
 )
 
 // labelPlatform marks what this platform creates; reconcile removes only those.
-const labelPlatform = "colo.platform"
+// labelPID names the colo process that created a container: reconcile leaves the
+// containers of live colo processes alone.
+// labelPIDNS names the PID namespace of that process: a dockerd may be shared by
+// several PID namespaces (containers, sandboxes), where a PID says nothing; reconcile
+// only judges containers from its own namespace.
+const (
+	labelPlatform = "colo.platform"
+	labelPID      = "colo.pid"
+	labelPIDNS    = "colo.pidns"
+)
+
+// pidNamespace identifies this process's PID namespace ("pid:[4026531836]").
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.NewReplacer("[", "", "]", "", ":", "-").Replace(ns)
+}
+
+// ownLabels are the labels of everything this process creates.
+func ownLabels() map[string]string {
+	return map[string]string{labelPlatform: "linux", labelPID: strconv.Itoa(os.Getpid()), labelPIDNS: pidNamespace()}
+}
+
+// alive reports whether the process with the given decimal PID exists (and is not us).
+func alive(pid string) bool {
+	n, err := strconv.Atoi(pid)
+	if err != nil || n <= 0 || n == os.Getpid() {
+		return false
+	}
+	err = syscall.Kill(n, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// networkPID extracts the creator PID from a network name colo-<unix>-<pid>.
+func networkPID(name string) string {
+	i := strings.LastIndex(name, "-")
+	if i < 0 {
+		return ""
+	}
+	return name[i+1:]
+}
 
 // Options configure the platform.
 type Options struct {
@@ -45,12 +88,9 @@ type Options struct {
 	ResctrlRoot string
 	// RDT overrides ResctrlRoot with a ready client (tests).
 	RDT RDT
-	// OpenRDT opens a resctrl mount; set by the resctrl adapter (nil: no RDT support
-	// compiled in).
-	OpenRDT func(root string) (RDT, error)
 	// Image is used for jobs without an image (default colo:latest).
 	Image string
-	// Runtime is "docker" (default) or "process".
+	// Runtime is "docker" (default) or "process" ("" uses $COLO_RUNTIME).
 	Runtime string
 	// StateDir holds the lock and crash-recovery state (default /run/colo).
 	StateDir string
@@ -61,9 +101,16 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// StopGrace is how long a stopped container may take to exit (default 2 s).
 	StopGrace time.Duration
+	// PerfSys replaces perf's system calls (tests: a fake PMU); nil: the kernel.
+	PerfSys perf.Sys
+	// Microarch selects the raw stall events ("" detects from /proc/cpuinfo).
+	Microarch string
 	// StartGrace is how long Start watches a new workload for an immediate exit
 	// (default 150 ms).
 	StartGrace time.Duration
+	// Opened, when set, is called with the platform at the end of a successful New
+	// (tests: inspect the platform `colo run` builds through the registered factory).
+	Opened func(*Platform)
 }
 
 // Defaults are the options `colo run` uses for platform: linux; commands set
@@ -72,7 +119,11 @@ var Defaults = Options{}
 
 func init() {
 	bench.RegisterPlatform("linux", func(bm *bench.Benchmark) (bench.Platform, error) {
-		return New(bm, Defaults)
+		o := Defaults
+		if bm != nil && bm.ResctrlRoot != "" {
+			o.ResctrlRoot = bm.ResctrlRoot // colo run --resctrl-root
+		}
+		return New(bm, o)
 	})
 }
 
@@ -120,9 +171,13 @@ type Platform struct {
 	notes   []string
 	closed  bool
 	defMask map[int]uint64 // default-group masks the platform changed (original values)
+	noIPCE  string         // why IPCE cannot be measured here ("" it can)
 }
 
-var _ bench.Platform = (*Platform)(nil)
+var (
+	_ bench.Platform        = (*Platform)(nil)
+	_ bench.CounterReporter = (*Platform)(nil)
+)
 
 // state is written to StateDir so a restarted colo can undo a crashed run's changes.
 type state struct {
@@ -138,6 +193,9 @@ type state struct {
 func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	if o.Image == "" {
 		o.Image = docker.DefaultImage
+	}
+	if o.Runtime == "" {
+		o.Runtime = os.Getenv("COLO_RUNTIME")
 	}
 	if o.Runtime == "" {
 		o.Runtime = "docker"
@@ -187,10 +245,8 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 				return nil, fmt.Errorf("--resctrl-root %s: not a resctrl mount (no info directory): %v", root, err)
 			}
 			p.notef("resctrl: not mounted at %s; no cache/bandwidth allocation or monitoring (colo doctor explains; --resctrl-root DIR uses an emulator mount)", root)
-		} else if o.OpenRDT == nil {
-			return nil, fmt.Errorf("resctrl at %s: this build has no resctrl client", root)
 		} else {
-			r, err := o.OpenRDT(root)
+			r, err := resctrl.OpenAdapter(root)
 			if err != nil {
 				return nil, fmt.Errorf("resctrl at %s: %w", root, err)
 			}
@@ -200,13 +256,17 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	// runtime
 	switch o.Runtime {
 	case "docker":
-		d, err := docker.New(p.ctx, docker.Options{Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux"}})
+		l := ownLabels()
+		l[rt.LabelRun] = p.run
+		d, err := docker.New(p.ctx, docker.Options{Labels: l})
 		if err != nil {
 			return nil, err
 		}
 		p.dock, p.rtm = d, d
 	case "process":
-		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: map[string]string{rt.LabelRun: p.run, labelPlatform: "linux"}})
+		l := ownLabels()
+		l[rt.LabelRun] = p.run
+		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: l})
 		if err != nil {
 			return nil, err
 		}
@@ -235,6 +295,9 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.teardown()
 		return nil, fmt.Errorf("detect this machine: %w", err)
 	}
+	if percentMBA(m) {
+		p.notef("resctrl at %s describes Intel MBA (percent, min %d step %d) on this %s CPU (an emulator mount): MBA is in percent", rroot, m.MBA.Min, m.MBA.Gran, m.Vendor)
+	}
 	p.m = m
 	if bm != nil {
 		bm.Machine = m
@@ -243,10 +306,66 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.teardown()
 		return nil, err
 	}
+	if p.noIPCE = p.probeIPCE(); p.noIPCE != "" {
+		p.notef("IPCE unavailable: %s; IPC/IPCE are reported as unavailable and the dynamic scheduler does not probe allocations", p.noIPCE)
+	}
 	p.start = time.Now()
 	ok = true
+	if o.Opened != nil {
+		o.Opened(p)
+	}
 	return p, nil
 }
+
+// percentMBA corrects a machine detected on an AMD CPU whose resctrl mount describes
+// Intel's MBA: machine.Detect takes the MBA unit from the CPU vendor (AMD: 1/8 GB/s, 2048
+// unlimited), but the kernel's AMD info/MB has a granularity of 1, while Intel's (and the
+// emulator's intel profile, which a VM on an AMD host mounts) is a percentage step of
+// 10 (anchors.md §4). It reports whether it changed m.
+func percentMBA(m *machine.Profile) bool {
+	if m.MBA == nil || m.MBA.Unit != machine.MBAEighthGBps || m.MBA.Gran <= 1 {
+		return false
+	}
+	m.MBA.Unit, m.MBA.Max = machine.MBAPercent, 100
+	return true
+}
+
+// probeIPCE opens perf counters on colo's own cgroup, as Start will on each job's, and
+// says why IPCE cannot be measured: it needs hardware cycles and the
+// microarchitecture's stall-cycles raw event ("" when both open).
+func (p *Platform) probeIPCE() string {
+	cg, err := rt.CgroupOfPID(os.Getpid())
+	if err != nil {
+		return "perf: colo's own cgroup: " + err.Error()
+	}
+	cpu := 0
+	if cpus, err := machine.ParseCPUList(readTrim("/sys/devices/system/cpu/online")); err == nil && len(cpus) > 0 {
+		cpu = cpus[0]
+	}
+	c, err := perf.OpenCgroup(cg.PerfEventDir(), []int{cpu}, perf.Options{Sys: p.o.PerfSys, Microarch: p.o.Microarch, Quiet: true})
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	if c.Mode() != perf.ModeHardware {
+		return fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
+	}
+	for _, e := range c.Events() {
+		if e == perf.StallsTotal {
+			return ""
+		}
+	}
+	return "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
+}
+
+func readTrim(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}
+
+// IPCEUnavailable implements bench.CounterReporter: why this host's counters cannot give
+// IPCE ("" when they can).
+func (p *Platform) IPCEUnavailable() string { return p.noIPCE }
 
 func (p *Platform) notef(format string, a ...any) {
 	s := fmt.Sprintf(format, a...)
@@ -312,28 +431,35 @@ func (p *Platform) saveState() error {
 	return os.Rename(tmp, p.statePath())
 }
 
-// reconcile removes what a previous colo left: colo-labelled containers (any run: we
-// hold the host lock, so no other colo is running), colo networks, owned resctrl groups,
-// and restores system/default masks it had changed.
+// reconcile removes what a previous colo left: containers and networks labelled by a
+// colo process of this PID namespace that no longer exists, owned resctrl groups, and
+// system/default masks it had changed (restored).
 func (p *Platform) reconcile() error {
 	var errs []error
-	ws, err := p.rtm.List(p.ctx, map[string]string{labelPlatform: "linux"})
+	mine := map[string]string{labelPlatform: "linux", labelPIDNS: pidNamespace()}
+	ws, err := p.rtm.List(p.ctx, mine)
 	if err != nil {
 		return err
 	}
 	for _, w := range ws {
-		if err := p.rtm.Remove(p.ctx, w.ID); err != nil && !errors.Is(err, rt.ErrNotFound) {
+		if alive(w.Labels[labelPID]) {
+			continue // another colo process (tests, a second StateDir) still runs it
+		}
+		if err := p.rtm.Remove(p.ctx, w.ID); err != nil && !errors.Is(err, rt.ErrNotFound) && !strings.Contains(err.Error(), "already in progress") {
 			errs = append(errs, err)
 			continue
 		}
 		p.notef("removed %s left by an earlier colo run (%s, run %s)", w.Name, w.State, w.Labels[rt.LabelRun])
 	}
 	if p.dock != nil {
-		nets, err := p.dock.ListNetworks(p.ctx, map[string]string{labelPlatform: "linux"})
+		nets, err := p.dock.ListNetworks(p.ctx, mine)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		for _, n := range nets {
+			if alive(networkPID(n)) {
+				continue
+			}
 			if err := p.dock.RemoveNetwork(p.ctx, n); err != nil {
 				errs = append(errs, err)
 				continue
@@ -491,7 +617,7 @@ func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
 	spec := rt.Spec{
 		Name:    fmt.Sprintf("colo-%s-j%d-%s", p.run, js.ID, sanitize(js.Name)),
 		Command: args, Env: js.Env, Cpuset: rt.FormatCPUList(cpus),
-		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name, labelPlatform: "linux"},
+		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name},
 	}
 	if a := sanitize(js.Name); a != "" {
 		spec.Aliases = []string{a}
@@ -571,7 +697,7 @@ func (p *Platform) groupName(id int) string {
 }
 
 func (p *Platform) openCounters(j *job) {
-	c, err := perf.OpenCgroup(j.cg.PerfEventDir(), j.cpus, perf.Options{Logf: p.o.Logf})
+	c, err := perf.OpenCgroup(j.cg.PerfEventDir(), j.cpus, perf.Options{Sys: p.o.PerfSys, Microarch: p.o.Microarch, Logf: p.o.Logf})
 	if err != nil {
 		p.notef("job %s: perf counters unavailable: %v; continuing with runtime CPU time", j.spec.Name, err)
 	} else {
@@ -1040,5 +1166,3 @@ func (p *Platform) teardown() error {
 	p.releaseLock()
 	return errors.Join(errs...)
 }
-
-var _ = math.NaN

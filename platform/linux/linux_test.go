@@ -4,11 +4,17 @@ import (
 	"context"
 	"math"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"colo/bench"
+	"colo/perf/perftest"
 	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/runtime/docker/dockertest"
@@ -40,10 +46,34 @@ type testEnv struct {
 	state string
 }
 
+var (
+	imageOnce sync.Once
+	imageTag  string
+	imageErr  error
+)
+
+// TestMain removes the colo image the tests share.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if imageTag != "" {
+		if r, err := docker.New(context.Background(), docker.Options{}); err == nil {
+			docker.RemoveImage(context.Background(), r.Client(), imageTag)
+			r.Close()
+		}
+	}
+	os.Exit(code)
+}
+
 func newEnv(t *testing.T) testEnv {
 	t.Helper()
 	r := dockertest.Require(t, docker.Options{})
-	return testEnv{image: dockertest.ColoImage(t, r), dock: r, state: t.TempDir()}
+	imageOnce.Do(func() {
+		imageTag, imageErr = dockertest.BuildColoImage(context.Background(), r, dockertest.Name(t, "colo")+":test")
+	})
+	if imageErr != nil {
+		t.Fatal(imageErr)
+	}
+	return testEnv{image: imageTag, dock: r, state: t.TempDir()}
 }
 
 func (e testEnv) options(rdt RDT) Options {
@@ -59,17 +89,26 @@ func parseBench(t *testing.T, y string) *bench.Benchmark {
 	return bm
 }
 
-// leftovers lists containers and networks this platform kind created.
-func leftovers(t *testing.T, e testEnv) (int, int) {
-	cs, err := e.dock.List(context.Background(), map[string]string{labelPlatform: "linux"})
-	if err != nil {
-		t.Fatal(err)
+// leftovers counts the containers and networks created by this test process (or the
+// given PIDs): other colo processes on the host may run their own.
+func leftovers(t *testing.T, e testEnv, pids ...int) (int, int) {
+	if len(pids) == 0 {
+		pids = []int{os.Getpid()}
 	}
-	ns, err := e.dock.ListNetworks(context.Background(), map[string]string{labelPlatform: "linux"})
-	if err != nil {
-		t.Fatal(err)
+	c, n := 0, 0
+	for _, pid := range pids {
+		l := map[string]string{labelPlatform: "linux", labelPID: strconv.Itoa(pid), labelPIDNS: pidNamespace()}
+		cs, err := e.dock.List(context.Background(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := e.dock.ListNetworks(context.Background(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, n = c+len(cs), n+len(ns)
 	}
-	return len(cs), len(ns)
+	return c, n
 }
 
 const smokeYAML = `benchmark:
@@ -203,13 +242,24 @@ func TestAllocationsAndCPUTime(t *testing.T) {
 	if c1.CPUTime <= c0.CPUTime || c1.Instructions != 0 || c1.LLCOccupancy == 0 {
 		t.Errorf("counters %+v then %+v", c0, c1)
 	}
-	// Into a class with 4 ways and 50 % MBA on socket 0.
+	// Into a class with 4 ways and 50 % MBA on socket 0. One thread "exits" between
+	// listing and writing (ESRCH): it is skipped, the others move, nothing fails.
+	rdt.mu.Lock()
+	rdt.vanished[tids[0]] = true
+	rdt.mu.Unlock()
+	before := len(pf.Notes()) // New's notes (e.g. IPCE unavailable without a PMU)
 	if err := pf.SetAllocation(js.ID, 0, 0xf0, 50); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := rdt.Tasks("colo.j0"); len(got) < len(tids) {
-		t.Errorf("class has %v", got)
+	if got, _ := rdt.Tasks("colo.j0"); len(got) != len(tids)-1 {
+		t.Errorf("class has %v, want every thread but the vanished %d of %v", got, tids[0], tids)
 	}
+	if n := pf.Notes()[before:]; len(n) != 0 {
+		t.Errorf("a vanished thread is normal, yet noted: %q", n)
+	}
+	rdt.mu.Lock()
+	delete(rdt.vanished, tids[0])
+	rdt.mu.Unlock()
 	if rdt.Exists(mon) || !rdt.Exists("colo.j0/mon_groups/colo.j0") {
 		t.Errorf("groups %v", rdt.ownedGroups())
 	}
@@ -349,6 +399,147 @@ func TestReconcileAfterCrash(t *testing.T) {
 	if !strings.Contains(notes, "left by an earlier colo run") || !strings.Contains(notes, "restored system/default") {
 		t.Errorf("notes: %s", notes)
 	}
-	_ = os.Getpid
-	_ = rt.ErrNotFound
+}
+
+// The shipped examples are valid benchmarks for this platform.
+func TestExamplesParse(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/linux/*.yaml")
+	if len(files) < 2 {
+		t.Fatalf("examples: %v", files)
+	}
+	for _, f := range files {
+		bm, err := bench.Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if bm.Platform != "linux" || len(bm.Jobs) != 2 || bm.MaxT > 2*time.Minute {
+			t.Errorf("%s: platform %s, %d jobs, max_t %v", f, bm.Platform, len(bm.Jobs), bm.MaxT)
+		}
+		for _, j := range bm.Jobs {
+			if args, err := SplitCommand(j.Command); err != nil || len(args) == 0 || args[0] != "stress" {
+				t.Errorf("%s: job %s command %q", f, j.Name, j.Command)
+			}
+		}
+	}
+}
+
+// TestProcessRuntimePlatform runs the smoke benchmark with plain processes in their own
+// cgroups (a host without Docker): the jobs run colo's own workloads from a static colo.
+func TestProcessRuntimePlatform(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the process runtime needs root")
+	}
+	bin, cleanup, err := docker.StaticColo(context.Background(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
+	state := t.TempDir()
+	pf, err := New(bm, Options{Runtime: "process", Self: bin, StateDir: state, ResctrlRoot: "none", Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	s, err := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen [2]int
+	res, err := bench.Run(bm, statsSpy{pf, &seen}, s, bench.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range res.Jobs {
+		if j.State != bench.StateCompleted || j.Samples < 5 {
+			t.Errorf("job %s: %s (%s), %d samples", j.Name, j.State, j.Reason, j.Samples)
+		}
+	}
+	if seen[0] == 0 || seen[1] == 0 {
+		t.Errorf("runtime stats seen %v", seen)
+	}
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing left: no state files, no cgroups.
+	if left, _ := filepath.Glob(filepath.Join(state, "process", "*.json")); len(left) != 0 {
+		t.Errorf("state files left: %v", left)
+	}
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, m := range rt.Mounts(mi) {
+		if ents, _ := filepath.Glob(filepath.Join(m.Dir, "colo", "colo-*")); len(ents) != 0 {
+			t.Errorf("cgroups left: %v", ents)
+		}
+	}
+}
+
+// TestHardwarePathThroughPlatform runs real containers with the PMU faked at perf's
+// system-call boundary: events count at known rates and are on the PMU a quarter of the
+// time, so the samples' IPC and IPCE must come out exactly as the rates say (multiplex
+// scaling through the platform and the orchestrator's collector).
+func TestHardwarePathThroughPlatform(t *testing.T) {
+	e := newEnv(t)
+	H, R := uint32(unix.PERF_TYPE_HARDWARE), uint32(unix.PERF_TYPE_RAW)
+	pmu := perftest.New(map[perftest.Key]float64{
+		{Type: H, Config: unix.PERF_COUNT_HW_INSTRUCTIONS}:        2.0e9,
+		{Type: H, Config: unix.PERF_COUNT_HW_CPU_CYCLES}:          2.5e9,
+		{Type: H, Config: unix.PERF_COUNT_HW_CACHE_REFERENCES}:    4e7,
+		{Type: H, Config: unix.PERF_COUNT_HW_CACHE_MISSES}:        1e7,
+		{Type: H, Config: unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS}: 3e8,
+		{Type: H, Config: unix.PERF_COUNT_HW_BRANCH_MISSES}:       3e6,
+		{Type: R, Config: 0x40004a3}:                              1.0e9, // cycle_activity.stalls_total (Ice Lake-SP)
+		{Type: R, Config: 0x60006a3}:                              0.4e9, // cycle_activity.stalls_l3_miss
+	}, 0.25)
+	bm := parseBench(t, smokeYAML)
+	o := e.options(nil)
+	o.PerfSys, o.Microarch = pmu, "icelake-sp"
+	pf, err := New(bm, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if why := pf.IPCEUnavailable(); why != "" {
+		t.Errorf("with cycles and Ice Lake's stall events the platform says IPCE is unavailable: %s", why)
+	}
+	s, _ := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
+	mem := &bench.Memory{}
+	if _, err := bench.Run(bm, pf, s, bench.Options{Recorder: mem}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	first := map[int]bool{}
+	for _, smp := range mem.Samples {
+		// The first sample of a job covers its start, before its counters opened one
+		// after another (each fd has its own start time): skip it.
+		if !first[smp.Job] || smp.Interval < 50*time.Millisecond {
+			first[smp.Job] = true
+			continue
+		}
+		n++
+		// Events are read one after another, as from a real PMU: allow 2 % of skew.
+		if math.Abs(smp.IPC/0.8-1) > 0.02 || math.Abs(smp.IPCE/0.6-1) > 0.02 || math.Abs(smp.StallsL3Miss/smp.StallsTotal/0.4-1) > 0.02 {
+			t.Fatalf("sample %+v: want IPC 0.8, IPCE 0.6 (rates 2.0e9/2.5e9, stalls 1.0e9)", smp)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("%d samples", n)
+	}
+	// On the PMU a quarter of the time: only the enabled/running scaling recovers the
+	// true 2e9 instructions per second.
+	js := bm.Jobs[0]
+	if err := pf.Start(js, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	c0, _ := pf.Read(js.ID)
+	t0 := time.Now()
+	time.Sleep(300 * time.Millisecond)
+	c1, _ := pf.Read(js.ID)
+	if r := (c1.Instructions - c0.Instructions) / time.Since(t0).Seconds(); r < 1.8e9 || r > 2.2e9 {
+		t.Errorf("instruction rate %.3g/s, want 2e9/s", r)
+	}
+	pf.Close()
+	if k := pmu.OpenFDs(); k != 0 {
+		t.Errorf("%d perf descriptors left open", k)
+	}
 }

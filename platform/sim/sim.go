@@ -431,7 +431,6 @@ func (p *Platform) Close() error {
 var (
 	flagMu  sync.Mutex
 	flagRes = map[string]*regexp.Regexp{}
-	sizeRe  = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*([KMG]i?B?|B)?$`)
 )
 
 // flagVal finds `flag value` or `flag=value` in a command line.
@@ -448,24 +447,6 @@ func flagVal(cmd, flag string) (string, bool) {
 		return "", false
 	}
 	return m[1], true
-}
-
-// parseSize reads "6MB", "4M", "512KiB", "1G" (binary multiples).
-func parseSize(s string) (int64, error) {
-	m := sizeRe.FindStringSubmatch(strings.TrimSpace(strings.ToUpper(s)))
-	if m == nil {
-		return 0, fmt.Errorf("size %q: write e.g. 6MB", s)
-	}
-	x, _ := strconv.ParseFloat(m[1], 64)
-	switch strings.TrimSuffix(strings.TrimSuffix(m[2], "B"), "I") {
-	case "K":
-		x *= 1 << 10
-	case "M":
-		x *= 1 << 20
-	case "G":
-		x *= 1 << 30
-	}
-	return int64(x), nil
 }
 
 func pageSize(s string) (int64, error) {
@@ -495,12 +476,7 @@ func atoi(s, what string) (int, error) {
 func Workload(j bench.JobSpec) (sim.Workload, error) {
 	threads := max(j.Cores, 1)
 	if spec := strings.TrimSpace(j.Workload); spec != "" {
-		w, err := fromSpec(spec)
-		if err != nil {
-			return sim.Workload{}, fmt.Errorf("workload %q: %v", spec, err)
-		}
-		w.Threads = threads
-		return w, nil
+		return fromSpec(spec, threads)
 	}
 	cmd := j.Command
 	if cmd == "" {
@@ -514,58 +490,13 @@ func Workload(j bench.JobSpec) (sim.Workload, error) {
 	return w, nil
 }
 
-func fromSpec(spec string) (sim.Workload, error) {
-	parts := strings.Split(spec, ":")
-	arg := func(i int) string {
-		if i < len(parts) {
-			return parts[i]
-		}
-		return ""
+// fromSpec maps an explicit `workload:` spec to a model through the simulator's own
+// grammar (sim.WorkloadNames); "cpu-loop" is accepted as a name of sim's "cpu".
+func fromSpec(spec string, threads int) (sim.Workload, error) {
+	if strings.EqualFold(spec, "cpu-loop") {
+		spec = "cpu"
 	}
-	switch strings.ToLower(parts[0]) {
-	case "neighbor":
-		b, err := parseSize(arg(1))
-		if err != nil {
-			return sim.Workload{}, err
-		}
-		pg, err := pageSize(arg(2))
-		if err != nil {
-			return sim.Workload{}, err
-		}
-		return sim.Neighbor(b, pg), nil
-	case "7zip", "7z":
-		l, err := atoi(arg(1), "7-Zip level")
-		if err != nil {
-			return sim.Workload{}, err
-		}
-		return sim.SevenZip(l, 1), nil
-	case "matrix-3d":
-		n, err := atoi(arg(1), "matrix size")
-		if err != nil {
-			return sim.Workload{}, err
-		}
-		return sim.StressMatrix3D(n), nil
-	case "tsearch":
-		n, err := atoi(arg(1), "tsearch size")
-		if err != nil {
-			return sim.Workload{}, err
-		}
-		return sim.StressTsearch(n), nil
-	case "cpu-loop":
-		return sim.CPULoop(), nil
-	case "lookbusy":
-		return sim.Lookbusy(), nil
-	case "mlr", "mload":
-		b, err := parseSize(arg(1))
-		if err != nil {
-			return sim.Workload{}, err
-		}
-		if strings.ToLower(parts[0]) == "mlr" {
-			return sim.MLR(b), nil
-		}
-		return sim.MLOAD(b), nil
-	}
-	return sim.Workload{}, fmt.Errorf("unknown model %q (neighbor, 7zip, matrix-3d, tsearch, cpu-loop, lookbusy, mlr, mload)", parts[0])
+	return sim.ParseWorkload(spec, threads, nil)
 }
 
 func fromCommand(cmd string) (sim.Workload, error) {
@@ -583,7 +514,7 @@ func fromCommand(cmd string) (sim.Workload, error) {
 		if v, ok := flagVal(cmd, "--buffer-size"); ok {
 			size = v
 		}
-		b, err := parseSize(size)
+		b, err := sim.ParseSize(size)
 		if err != nil {
 			return sim.Workload{}, err
 		}

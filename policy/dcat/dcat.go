@@ -95,6 +95,10 @@ type Sample struct {
 	Loads        float64 // l1_ref: retired loads (L1 hits + L1 misses), the phase signature's numerator
 	LLCRefs      float64 // LLC references
 	LLCMisses    float64 // LLC misses
+	// Interval is the time the counts cover; 0 means "since the previous Step". Give it when
+	// the samples cover less than the time between Steps (a collector sampling more often than
+	// the scheduler ticks hands over only its latest sample), so that rates stay right.
+	Interval time.Duration
 }
 
 // Alloc is one workload's allocation in a Decision.
@@ -307,7 +311,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		if _, ok := c.ws[s.ID]; !ok {
 			return Decision{}, false, fmt.Errorf("dcat: sample for unknown workload %q", s.ID)
 		}
-		if s.Instructions < 0 || s.Cycles < 0 || s.Loads < 0 || s.LLCRefs < 0 || s.LLCMisses < 0 ||
+		if s.Instructions < 0 || s.Cycles < 0 || s.Loads < 0 || s.LLCRefs < 0 || s.LLCMisses < 0 || s.Interval < 0 ||
 			math.IsNaN(s.Instructions+s.Cycles+s.Loads+s.LLCRefs+s.LLCMisses) {
 			return Decision{}, false, fmt.Errorf("dcat: sample for %q has a negative or NaN counter: %+v", s.ID, s)
 		}
@@ -326,6 +330,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		w.acc.Loads += s.Loads
 		w.acc.LLCRefs += s.LLCRefs
 		w.acc.LLCMisses += s.LLCMisses
+		w.acc.Interval += s.Interval
 	}
 	full := now-c.last >= c.opt.Period
 	if !full && !c.pending {
@@ -415,6 +420,9 @@ func Preferred(table map[int]float64, tol float64) int {
 func (c *Controller) observe(w *workload, now time.Duration) {
 	s := w.acc
 	dt := (now - w.since).Seconds()
+	if s.Interval > 0 {
+		dt = s.Interval.Seconds()
+	}
 	w.resetAcc(now)
 	ipc := metric.IPC(s.Instructions, s.Cycles)
 	idle := s.Instructions <= 0 || s.LLCRefs/dt <= c.opt.LLCRefRate

@@ -554,14 +554,48 @@ func TestReturningTenantKeepsTables(t *testing.T) {
 	}
 }
 
-func TestScopedOptions(t *testing.T) {
-	o := map[string]any{"baseline": 2, "dcat.baseline": 3, "vp.window": 4, "period_t": 1.0, "lfoc+.x": 1}
-	d := ScopedOptions(o, "dcat.", "static-cat.")
-	if len(d) != 2 || d["baseline"] != 3 || d["period_t"] != 1.0 {
-		t.Fatalf("dcat scope %v", d)
+// Sparse masks (AMD): the Fig. 15 timeline with non-contiguous masks never moves a way.
+func TestSparseNeverMoves(t *testing.T) {
+	opt := DefaultOptions(20)
+	opt.Sparse = true
+	r := newRig(t, opt)
+	for _, id := range []string{"lb1", "lb2", "lb3", "lb4", "lb5"} {
+		r.add(id, 2, app{idleSpin: true, ipc: constant(1)})
 	}
-	v := ScopedOptions(o, "vp.")
-	if len(v) != 3 || v["window"] != 4 || v["baseline"] != 2 {
-		t.Fatalf("vp scope %v", v)
+	r.add("mlr", 3, mlr(8, 2.25, 0.45))
+	r.add("mload", 3, mload())
+	for i := 0; i < 12; i++ {
+		if d := r.period(); d.MovedWays != 0 {
+			t.Fatalf("period %d moved %d ways with sparse masks", i, d.MovedWays)
+		}
+	}
+	if r.ways["mlr"] != 8 || r.ways["mload"] != 1 {
+		t.Fatalf("mlr %d mload %d, want 8 and 1 as with contiguous masks", r.ways["mlr"], r.ways["mload"])
+	}
+}
+
+// Rates use the time the samples cover: a workload making 5M LLC references/s, seen through
+// one 100 ms sample per 1 s period, is not taken for idle (0.5M refs per period).
+func TestSampleIntervalRates(t *testing.T) {
+	for _, withInterval := range []bool{false, true} {
+		c, _ := New(DefaultOptions(20))
+		_ = c.Add("w", 3)
+		_, _, _ = c.Step(0, nil)
+		a := app{ipc: constant(1), miss: constant(0.2), loadsPI: 0.3, refsPI: 0.0025}
+		var d Decision
+		for i := 1; i <= 2; i++ {
+			s := a.sample("w", 3, 0.1) // 100 ms of counters
+			if withInterval {
+				s.Interval = 100 * time.Millisecond
+			}
+			d, _, _ = c.Step(time.Duration(i)*time.Second, []Sample{s})
+		}
+		st, _ := c.State("w")
+		if withInterval && (st == Donor || d.Ways("w") < 3) {
+			t.Fatalf("with the interval given, 5M refs/s is not idle: %v, %d ways", st, d.Ways("w"))
+		}
+		if !withInterval && st != Donor {
+			t.Fatalf("without the interval the rate is 0.5M refs/s, below llc_ref_rate: expected Donor, got %v", st)
+		}
 	}
 }

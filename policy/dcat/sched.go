@@ -2,13 +2,13 @@ package dcat
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"colo/machine"
+	"colo/policy/ctlsched"
 	"colo/sched"
 )
 
@@ -46,16 +46,16 @@ func NewStaticScheduler(env sched.Env) (sched.Scheduler, error) {
 // socket's controller; the decided masks become allocations, the reserved host ways the
 // system/default mask, and the repacking cost the tick's ConsolidatedWays.
 //
-// The collector's samples carry no load counter, so the phase signature uses LLC references
-// per instruction instead of loads per instruction: LLC references are L2 misses, which the
-// private L2 determines independently of the LLC allocation — the property dCat's signature
-// needs (seed003.md §1.7).
+// The phase signature is retired loads per instruction (the samples' L1References, dCat's
+// l1_ref). On a platform that reports no loads, LLC references per instruction stand in: LLC
+// references are L2 misses, which the private L2 determines independently of the LLC
+// allocation — the property dCat's signature needs (seed003.md §1.7).
 //
 // scheduler.options: baseline (ways, default 2), baselines (map of job name to ways),
 // policy (max-performance | max-fairness), period_t (s, default 1), miss_rate_threshold,
 // ipc_gain_threshold, phase_threshold, streaming_factor, llc_ref_rate, preferred_tolerance,
 // host_ways (default: the scheduler's reserve_ways). Keys may carry the prefix "dcat." (see
-// ScopedOptions).
+// ctlsched.Scoped).
 type Scheduler struct {
 	name      string
 	m         *machine.Profile
@@ -90,7 +90,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	s := &Scheduler{name: "dcat", m: m, baseline: 2, baselines: map[string]int{}, socketOf: map[int]int{},
 		lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pendingPlace: map[int]time.Duration{},
 		names: map[int]string{}, jobOf: map[string]int{}}
-	if err := s.parseOptions(ScopedOptions(env.Config.Options, "dcat.", "static-cat."), &opt); err != nil {
+	if err := s.parseOptions(ctlsched.Scoped(env.Config.Options, "dcat.", "static-cat."), &opt); err != nil {
 		return nil, err
 	}
 	if err := opt.Validate(); err != nil {
@@ -113,49 +113,21 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	return s, nil
 }
 
-func num(key string, v any) (float64, error) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), nil
-	case int64:
-		return float64(x), nil
-	case float64:
-		return x, nil
-	}
-	return 0, fmt.Errorf("dcat: scheduler.options.%s = %v is not a number", key, v)
-}
-
-func integer(key string, v any) (int, error) {
-	f, err := num(key, v)
-	if err != nil {
-		return 0, err
-	}
-	if f != math.Trunc(f) {
-		return 0, fmt.Errorf("dcat: scheduler.options.%s = %v must be a whole number of ways", key, v)
-	}
-	return int(f), nil
-}
-
 func (s *Scheduler) parseOptions(o map[string]any, opt *Options) error {
-	keys := make([]string, 0, len(o))
-	for k := range o {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range ctlsched.Keys(o) {
 		v := o[k]
 		var err error
 		var f float64
 		switch k {
 		case "baseline":
-			s.baseline, err = integer(k, v)
+			s.baseline, err = ctlsched.Whole("dcat", k, v)
 		case "baselines":
 			mm, ok := v.(map[string]any)
 			if !ok {
 				return fmt.Errorf("dcat: scheduler.options.baselines must map job names to ways, got %v", v)
 			}
-			for name, b := range mm {
-				n, err := integer("baselines."+name, b)
+			for _, name := range ctlsched.Keys(mm) {
+				n, err := ctlsched.Whole("dcat", "baselines."+name, mm[name])
 				if err != nil {
 					return err
 				}
@@ -168,22 +140,22 @@ func (s *Scheduler) parseOptions(o map[string]any, opt *Options) error {
 			}
 			opt.Policy, err = ParsePolicy(str)
 		case "period_t":
-			f, err = num(k, v)
+			f, err = ctlsched.Number("dcat", k, v)
 			opt.Period = time.Duration(f * float64(time.Second))
 		case "miss_rate_threshold":
-			opt.MissRateThreshold, err = num(k, v)
+			opt.MissRateThreshold, err = ctlsched.Number("dcat", k, v)
 		case "ipc_gain_threshold":
-			opt.IPCGainThreshold, err = num(k, v)
+			opt.IPCGainThreshold, err = ctlsched.Number("dcat", k, v)
 		case "phase_threshold":
-			opt.PhaseThreshold, err = num(k, v)
+			opt.PhaseThreshold, err = ctlsched.Number("dcat", k, v)
 		case "streaming_factor":
-			opt.StreamingFactor, err = num(k, v)
+			opt.StreamingFactor, err = ctlsched.Number("dcat", k, v)
 		case "llc_ref_rate":
-			opt.LLCRefRate, err = num(k, v)
+			opt.LLCRefRate, err = ctlsched.Number("dcat", k, v)
 		case "preferred_tolerance":
-			opt.PreferredTolerance, err = num(k, v)
+			opt.PreferredTolerance, err = ctlsched.Number("dcat", k, v)
 		case "host_ways":
-			opt.HostWays, err = integer(k, v)
+			opt.HostWays, err = ctlsched.Whole("dcat", k, v)
 		default:
 			return fmt.Errorf("dcat: unknown scheduler.options key %q (known: baseline, baselines, policy, period_t, miss_rate_threshold, ipc_gain_threshold, phase_threshold, streaming_factor, llc_ref_rate, preferred_tolerance, host_ways)", k)
 		}
@@ -252,10 +224,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	for id := range running {
 		delete(s.pendingPlace, id)
 	}
-	free := make([][]int, len(obs.FreeCPUs))
-	for i, f := range obs.FreeCPUs {
-		free[i] = append([]int(nil), f...)
-	}
+	free := ctlsched.CopyFree(obs.FreeCPUs)
 	for _, j := range obs.Queue {
 		if why := sched.NeverFits(j, s.m); why != "" {
 			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: why})
@@ -266,13 +235,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: fmt.Sprintf("dcat baseline %d ways is outside %d..%d", b, s.opt.MinWays, s.opt.Capacity())})
 			continue
 		}
-		order := make([]int, 0, len(free))
-		for sock := range free {
-			if sched.Fits(j, sock, free) {
-				order = append(order, sock)
-			}
-		}
-		sort.SliceStable(order, func(a, c int) bool { return len(free[order[a]]) > len(free[order[c]]) })
+		order := ctlsched.Sockets(j, free)
 		placed := false
 		var why error
 		for _, sock := range order {
@@ -286,7 +249,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			s.socketOf[j.ID] = sock
 			s.pendingPlace[j.ID] = obs.Now
 			d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: sock})
-			takeCPUs(j, sock, free)
+			ctlsched.Take(j, sock, free)
 			placed = true
 			break
 		}
@@ -305,8 +268,12 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		}
 		s.lastSeen[r.ID] = r.Last
 		l := r.Last
+		loads := l.L1References
+		if loads <= 0 && l.Instructions > 0 {
+			loads = l.LLCReferences // a platform without a load counter
+		}
 		samples[sock] = append(samples[sock], Sample{ID: s.names[r.ID], Instructions: l.Instructions,
-			Cycles: l.Cycles, Loads: l.LLCReferences, LLCRefs: l.LLCReferences, LLCMisses: l.LLCMisses})
+			Cycles: l.Cycles, Loads: loads, LLCRefs: l.LLCReferences, LLCMisses: l.LLCMisses, Interval: l.Interval})
 	}
 	for sock, c := range s.ctl {
 		dec, ok, err := c.Step(obs.Now, samples[sock])
@@ -354,58 +321,4 @@ func (s *Scheduler) forget(id int) {
 	delete(s.lastSeen, id)
 	delete(s.applied, id)
 	delete(s.pendingPlace, id)
-}
-
-// takeCPUs removes the cores job j will use from free[s].
-func takeCPUs(j sched.Job, s int, free [][]int) {
-	if len(j.CPUs) == 0 {
-		free[s] = free[s][min(j.Cores, len(free[s])):]
-		return
-	}
-	pinned := map[int]bool{}
-	for _, c := range j.CPUs {
-		pinned[c] = true
-	}
-	keep := free[s][:0:0]
-	for _, f := range free[s] {
-		if !pinned[f] {
-			keep = append(keep, f)
-		}
-	}
-	free[s] = keep
-}
-
-// ControllerPrefixes are the option prefixes of the online controllers: in a benchmark file
-// compared under several schedulers (colo compare), "dcat.baseline: 3" configures dcat and
-// static-cat only, "vp.window: 3" vp only; plain keys go to whichever scheduler runs.
-var ControllerPrefixes = []string{"dcat.", "static-cat.", "vp.", "lfoc+."}
-
-// ScopedOptions keeps the options meant for a scheduler: plain keys, and keys with one of
-// its own prefixes (stripped); keys with another controller's prefix are dropped.
-func ScopedOptions(o map[string]any, own ...string) map[string]any {
-	out := map[string]any{}
-	// Plain keys first, so that a prefixed key for this scheduler overrides a plain one.
-	for k, v := range o {
-		if prefixOf(k) == "" {
-			out[k] = v
-		}
-	}
-	for k, v := range o {
-		p := prefixOf(k)
-		for _, q := range own {
-			if p != "" && p == q {
-				out[k[len(p):]] = v
-			}
-		}
-	}
-	return out
-}
-
-func prefixOf(k string) string {
-	for _, p := range ControllerPrefixes {
-		if len(k) > len(p) && k[:len(p)] == p {
-			return p
-		}
-	}
-	return ""
 }

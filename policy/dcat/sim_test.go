@@ -191,38 +191,71 @@ func TestSimIdleDonatesAndReclaims(t *testing.T) {
 	}
 }
 
-// Fig. 13/15 on the simulated machine: MLOAD-60MB (baseline 3) grows with flat IPC to 3×
-// its baseline, is classified Streaming and drops to 1 way; MLR-8MB (a Receiver) takes the
+// Fig. 13/15 on the simulated machine: MLOAD-60MB and MLR-16MB (baseline 3) with five
+// lookbusy VMs (baseline 2, donating down to 1 way) on 20 ways. Both grow a way per period;
+// the pool runs dry while MLR is still a Receiver; MLOAD (Unknown) takes the last way, then,
+// without gain and without a way to grow into, becomes Streaming at 1 way — and MLR takes the
 // released ways.
 func TestSimStreamingReleasesToReceiver(t *testing.T) {
 	r := newSimRig(t, "bdw-2697v4", DefaultOptions(20))
+	for _, id := range []string{"lb1", "lb2", "lb3", "lb4", "lb5"} {
+		r.admit(id, 2)
+		r.start(id, sim.Lookbusy())
+	}
 	r.admit("mload", 3)
 	r.admit("mlr", 3)
 	r.start("mload", sim.MLOAD(60<<20))
+	r.start("mlr", sim.MLR(16<<20))
 	streamAt := -1
 	for i := 0; i < 15; i++ {
 		r.second()
-		if i == 1 {
-			r.start("mlr", sim.MLR(8<<20))
-		}
 		if r.state("mload") == Streaming && streamAt < 0 {
 			streamAt = i
 		}
 	}
 	t.Logf("MLOAD ways %v states %v", r.hist["mload"], r.st["mload"])
 	t.Logf("MLR   ways %v states %v", r.hist["mlr"], r.st["mlr"])
-	if streamAt < 0 {
-		t.Fatal("MLOAD-60MB never became Streaming")
+	if streamAt < 1 {
+		t.Fatal("MLOAD-60MB never became Streaming after growing")
 	}
-	peak := 0
-	for _, w := range r.hist["mload"][:streamAt] {
-		peak = max(peak, w)
+	before := r.hist["mlr"][streamAt-1]
+	used := before + r.hist["mload"][streamAt-1] + 5
+	if used != 20 {
+		t.Fatalf("the pool should be dry before MLOAD streams: %d of 20 ways used", used)
 	}
-	if peak != 9 || r.hist["mload"][streamAt] != 1 {
-		t.Fatalf("MLOAD should reach 3×3 = 9 ways, then 1: %v", r.hist["mload"])
+	if r.hist["mload"][streamAt] != 1 || r.st["mlr"][streamAt-1] != Receiver {
+		t.Fatalf("MLOAD should drop to 1 way while MLR is still a Receiver")
 	}
-	if r.ways["mlr"] <= 3 {
-		t.Fatalf("MLR should have grown past its baseline with the released ways: %v", r.hist["mlr"])
+	if r.hist["mlr"][streamAt] <= before || r.ways["mlr"] <= before {
+		t.Fatalf("MLR should take the released ways: %d before, %v after", before, r.hist["mlr"][streamAt:])
+	}
+}
+
+// Fig. 13 on the simulated machine: MLOAD-60MB alone (baseline 3) grows with flat IPC to 3×
+// its baseline, 9 ways, is classified Streaming and drops to 1 way, and stays there.
+func TestSimStreamingAtThreeTimesBaseline(t *testing.T) {
+	r := newSimRig(t, "bdw-2697v4", DefaultOptions(20))
+	r.admit("mload", 3)
+	r.start("mload", sim.MLOAD(60<<20))
+	for i := 0; i < 12; i++ {
+		r.second()
+	}
+	h := r.hist["mload"]
+	t.Logf("MLOAD ways %v states %v", h, r.st["mload"])
+	at := -1
+	for i, s := range r.st["mload"] {
+		if s == Streaming {
+			at = i
+			break
+		}
+	}
+	if at < 1 || h[at-1] != 9 || h[at] != 1 || r.ways["mload"] != 1 {
+		t.Fatalf("want growth to 9 ways, then Streaming at 1: %v %v", h, r.st["mload"])
+	}
+	for _, s := range r.st["mload"][:at] {
+		if s != Unknown {
+			t.Fatalf("with flat IPC MLOAD must stay Unknown while growing: %v", r.st["mload"])
+		}
 	}
 }
 

@@ -79,7 +79,8 @@ type Thresholds struct {
 	MFLow, MFHigh     float64 // 0.25, 0.6
 }
 
-// DefaultThresholds are the thesis's bounds.
+// DefaultThresholds are the thesis's bounds: Pug/Terrier/Bulldog at L3 MPKI 2 and 15, MF at
+// 0.25 and 0.6 (seed004.md §2.2, §2.8).
 func DefaultThresholds() Thresholds {
 	return Thresholds{MPKILow: 2, MPKIHigh: 15, MFLow: 0.25, MFHigh: 0.6}
 }

@@ -2,13 +2,12 @@ package vp
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"time"
 
 	"colo/machine"
-	"colo/policy/dcat"
+	"colo/policy/ctlsched"
 	"colo/sched"
 )
 
@@ -27,7 +26,7 @@ func init() { sched.Register("vp", NewScheduler) }
 // scheduler.options: period_t (s, 1), hurt_threshold (0.1), window (periods, 2),
 // saturation (0.8), confine_ways (2), mba_floor (machine minimum), priority_weight (weight of
 // priority jobs, 2), mpki_low/mpki_high (2/15), mf_low/mf_high (0.25/0.6); keys may carry the
-// prefix "vp." (dcat.ScopedOptions).
+// prefix "vp." (ctlsched.Scoped).
 type Scheduler struct {
 	m        *machine.Profile
 	c        *Controller
@@ -47,17 +46,17 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	opt.Skip = []Kind{CPUQuota, CoreMove}
 	s := &Scheduler{m: m, weight: 2, known: map[int]bool{}, lastSeen: map[int]*sched.Sample{},
 		socket: map[int]int{}, applied: map[int][2]int{}}
-	opts := dcat.ScopedOptions(env.Config.Options, "vp.")
-	keys := make([]string, 0, len(opts))
-	for k := range opts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	opts := ctlsched.Scoped(env.Config.Options, "vp.")
+	for _, k := range ctlsched.Keys(opts) {
 		v := opts[k]
-		f, ok := toFloat(v)
-		if !ok {
-			return nil, fmt.Errorf("vp: scheduler.options.%s = %v is not a number", k, v)
+		f, err := ctlsched.Number("vp", k, v)
+		if err != nil {
+			return nil, err
+		}
+		if k == "window" || k == "confine_ways" || k == "mba_floor" {
+			if _, err := ctlsched.Whole("vp", k, v); err != nil {
+				return nil, err
+			}
 		}
 		switch k {
 		case "period_t":
@@ -88,9 +87,6 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		default:
 			return nil, fmt.Errorf("vp: unknown scheduler.options key %q (known: period_t, hurt_threshold, window, saturation, confine_ways, mba_floor, priority_weight, mpki_low, mpki_high, mf_low, mf_high)", k)
 		}
-		if (k == "window" || k == "confine_ways" || k == "mba_floor") && f != math.Trunc(f) {
-			return nil, fmt.Errorf("vp: scheduler.options.%s = %v must be a whole number", k, f)
-		}
 	}
 	c, err := New(m, opt)
 	if err != nil {
@@ -98,18 +94,6 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	}
 	s.c = c
 	return s, nil
-}
-
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	}
-	return 0, false
 }
 
 // Name implements sched.Scheduler.
@@ -130,30 +114,27 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			delete(s.socket, id)
 		}
 	}
-	free := make([][]int, len(obs.FreeCPUs))
-	for i, f := range obs.FreeCPUs {
-		free[i] = append([]int(nil), f...)
-	}
+	free := ctlsched.CopyFree(obs.FreeCPUs)
 	for _, j := range obs.Queue {
 		if why := sched.NeverFits(j, s.m); why != "" {
 			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: why})
 			continue
 		}
-		best := -1
-		for sock := range free {
-			if sched.Fits(j, sock, free) && (best < 0 || len(free[sock]) > len(free[best])) {
-				best = sock
-			}
-		}
-		if best < 0 {
+		socks := ctlsched.Sockets(j, free)
+		if len(socks) == 0 {
 			break
 		}
-		n := j.Cores
-		if len(j.CPUs) > 0 {
-			n = len(j.CPUs)
-		}
-		free[best] = free[best][min(n, len(free[best])):]
+		best := socks[0]
+		ctlsched.Take(j, best, free)
 		d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: best})
+	}
+	// Where jobs actually run first (the run loop picks the cores of a move), then newcomers.
+	for _, r := range obs.Running {
+		id := strconv.Itoa(r.ID)
+		if s.known[r.ID] && (r.Socket != s.socket[r.ID] || !sameCores(r.Placed, s.coresOf(id))) {
+			_ = s.c.SetCores(id, r.Placed)
+			s.socket[r.ID] = r.Socket
+		}
 	}
 	var samples []Sample
 	for _, r := range obs.Running {
@@ -169,9 +150,6 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			}
 			s.known[r.ID] = true
 			s.socket[r.ID] = r.Socket
-		} else if r.Socket != s.socket[r.ID] || !sameCores(r.Placed, s.coresOf(id)) {
-			_ = s.c.SetCores(id, r.Placed)
-			s.socket[r.ID] = r.Socket
 		}
 		if r.Last == nil || r.Last == s.lastSeen[r.ID] {
 			continue
@@ -179,7 +157,8 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		s.lastSeen[r.ID] = r.Last
 		l := r.Last
 		samples = append(samples, Sample{ID: id, Instructions: l.Instructions, Cycles: l.Cycles,
-			L2Misses: l.LLCReferences, LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds()})
+			L2Misses: l.LLCReferences, LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds(),
+			Interval: l.Interval})
 	}
 	dec, ok, err := s.c.Step(obs.Now, samples)
 	if err != nil {

@@ -88,27 +88,32 @@ func (h HurtKind) String() string {
 // Options are the controller's parameters.
 type Options struct {
 	Thresholds
-	// Period is the monitoring period (1 s in the thesis).
+	// Period is the monitoring period (the VPM samples every 1 s, seed004.md §2.8).
 	Period time.Duration
-	// HurtThreshold: a slowdown against the phase reference above 1 + HurtThreshold is hurt (10 %).
+	// HurtThreshold: a slowdown against the phase reference above 1 + HurtThreshold is hurt
+	// (10 %; the thesis says only "significant" hurt, seed004.md §2.3: colo's choice).
 	HurtThreshold float64
-	// PhaseThreshold: relative change of L2 MPKI that starts a new phase (50 %).
+	// PhaseThreshold: relative change of L2 MPKI that starts a new phase (50 %; colo's choice,
+	// the thesis has no phase detector).
 	PhaseThreshold float64
-	// Window is the repercussion window in periods after each action (2).
+	// Window is the repercussion window in periods after each action (2; the thesis never
+	// gives its length, seed004.md §2.6, §5: colo's choice).
 	Window int
 	// Saturation: a socket whose memory traffic exceeds this fraction of its bandwidth is
 	// saturated (0.8 of machine.Profile.MemBWPerSocketMBps; the thesis's 100 L3 MPKI per node,
 	// re-expressed in bytes as seed004.md §5.1 item 4 suggests).
 	Saturation float64
-	// ConfineWays is the size of the mask an aggressor is confined to (2).
+	// ConfineWays is the size of the mask an aggressor is confined to (2; VP had no CAT, so
+	// this rung is colo's RDT translation, seed004.md §5.1 item 1).
 	ConfineWays int
 	// MBAFloor is the lowest MBA value the ladder sets (the machine's minimum by default).
 	MBAFloor int
 	// QuotaStep and QuotaFloor: CPU quota is lowered by QuotaStep down to QuotaFloor
-	// (10 % steps like the Xen credit-scheduler cap; floor 0.5).
+	// (10 % steps like the Xen credit-scheduler cap, seed004.md §1.3, §2.8; the floor 0.5 is
+	// colo's choice).
 	QuotaStep, QuotaFloor float64
 	// Epsilon: an action with a repercussion is kept only if it lowers the weighted
-	// min-max unfairness by more than Epsilon (0).
+	// min-max unfairness by more than Epsilon (0; Merlin's ε is not given, seed004.md §5).
 	Epsilon float64
 	// Skip lists rungs the platform cannot actuate (e.g. CPU quota or moves inside a socket).
 	Skip []Kind
@@ -181,6 +186,9 @@ type Sample struct {
 	L2Misses     float64 // or LLC references where no L2-miss counter exists
 	LLCMisses    float64
 	MemBytes     float64 // memory traffic (MBM total bytes)
+	// Interval is the time the counts cover; 0 means "since the previous period" (see
+	// dcat.Sample.Interval).
+	Interval time.Duration
 }
 
 // Config is a workload's placement and limits.
@@ -309,6 +317,8 @@ type Controller struct {
 	pend    *pending
 	changed bool
 	history []Action
+	// exhausted holds victims whose ladder ran out, until they are no longer hurt.
+	exhausted map[string]bool
 }
 
 // New validates the options against the machine.
@@ -319,7 +329,7 @@ func New(m *machine.Profile, opt Options) (*Controller, error) {
 	if err := opt.Validate(m); err != nil {
 		return nil, err
 	}
-	return &Controller{m: m, opt: opt, ws: map[string]*workload{}}, nil
+	return &Controller{m: m, opt: opt, ws: map[string]*workload{}, exhausted: map[string]bool{}}, nil
 }
 
 // History returns every action taken so far, in order (undone ones marked Reverted).
@@ -411,7 +421,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		if _, ok := c.ws[s.ID]; !ok {
 			return Decision{}, false, fmt.Errorf("vp: sample for unknown workload %q", s.ID)
 		}
-		if s.Instructions < 0 || s.Cycles < 0 || s.L2Misses < 0 || s.LLCMisses < 0 || s.MemBytes < 0 ||
+		if s.Instructions < 0 || s.Cycles < 0 || s.L2Misses < 0 || s.LLCMisses < 0 || s.MemBytes < 0 || s.Interval < 0 ||
 			math.IsNaN(s.Instructions+s.Cycles+s.L2Misses+s.LLCMisses+s.MemBytes) {
 			return Decision{}, false, fmt.Errorf("vp: sample for %q has a negative or NaN counter: %+v", s.ID, s)
 		}
@@ -430,6 +440,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		a.L2Misses += s.L2Misses
 		a.LLCMisses += s.LLCMisses
 		a.MemBytes += s.MemBytes
+		a.Interval += s.Interval
 	}
 	if now-c.last < c.opt.Period {
 		if c.changed {
@@ -455,6 +466,9 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 func (c *Controller) observe(w *workload, now time.Duration) {
 	s := w.acc
 	dt := (now - w.since).Seconds()
+	if s.Interval > 0 {
+		dt = s.Interval.Seconds()
+	}
 	w.acc = Sample{ID: w.cfg.ID}
 	w.since = now
 	if s.Instructions <= 0 || s.Cycles <= 0 || dt <= 0 {
@@ -555,6 +569,11 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			c.history = append(c.history, undo)
 		}
 	}
+	for id := range c.exhausted {
+		if w, ok := c.ws[id]; !ok || !w.hurtState {
+			delete(c.exhausted, id)
+		}
+	}
 	// Episode: continue while its victim is hurt; otherwise close it and look for a new one.
 	if c.ep != nil {
 		v, ok := c.ws[c.ep.victim]
@@ -573,7 +592,7 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 		for _, id := range c.ids {
 			w := c.ws[id]
 			hk, hurt := c.hurtKind(w)
-			if !hurt {
+			if !hurt || c.exhausted[id] {
 				continue
 			}
 			dg := w.cfg.Weight * (1 - 1/w.slowdown())
@@ -588,6 +607,10 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 	}
 	act, ok := c.choose(c.ep)
 	if !ok {
+		// Nothing left on the ladder for this victim: give up on it until its hurt clears,
+		// so that other victims are served.
+		c.exhausted[c.ep.victim] = true
+		c.ep = nil
 		return
 	}
 	act.At = now

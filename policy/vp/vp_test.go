@@ -390,3 +390,68 @@ func TestClassifyDataset(t *testing.T) {
 		t.Errorf("%d apps, the data set has 55", len(set.Names()))
 	}
 }
+
+// Core move: on a machine with SMT, an aggressor on the victim's sibling thread moves to a
+// free core of the same LLC domain whose physical core the victim does not use.
+func TestCoreMoveOffSiblings(t *testing.T) {
+	base, _ := machine.Get("icx-4314-2s")
+	m := *base
+	m.ThreadsPerCore = 2 // logical CPUs 0..63; c and c+32 are siblings
+	c, err := New(&m, DefaultOptions(&m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Add("v", 1, []int{0, 1}))
+	must(c.Add("a", 1, []int{32, 2}))
+	must(c.Add("o", 1, []int{3}))
+	cfg, ok := c.apply(CoreMove, c.ws["a"], c.ws["v"])
+	if !ok {
+		t.Fatal("core move not applicable to an aggressor on the victim's sibling")
+	}
+	for _, k := range cfg.Cores {
+		if k%32 == 0 || k%32 == 1 || k == 3 || m.DomainOfCore(k%32) != 0 {
+			t.Fatalf("moved to %v: a sibling of the victim, a busy core or another domain", cfg.Cores)
+		}
+	}
+	if cfg.Cores[0] != 2 && cfg.Cores[1] != 2 {
+		t.Fatalf("the core that was not a sibling should stay: %v", cfg.Cores)
+	}
+	// Without SMT the rung does not apply.
+	c2, _ := New(base, DefaultOptions(base))
+	must(c2.Add("v", 1, []int{0}))
+	must(c2.Add("a", 1, []int{1}))
+	if _, ok := c2.apply(CoreMove, c2.ws["a"], c2.ws["v"]); ok {
+		t.Fatal("core move applied without SMT siblings")
+	}
+}
+
+// A victim whose ladder runs out is given up on (so that it does not block other victims'
+// episodes) until its hurt clears: here every rung is skipped.
+func TestExhaustedLadderDoesNotBlock(t *testing.T) {
+	r := newVRig(t, func(o *Options) { o.Skip = []Kind{CATConfine, CPUQuota, CoreMove, SocketMove, MBAStep} })
+	r.add("V", []int{0}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, memSens: 0.6, on: true})
+	r.add("X", []int{1}, &papp{ipc0: 0.5, l2mpki: 40, mf0: 0.95, streaming: true, bwGBs: 40})
+	r.init()
+	for i := 0; i < 3; i++ {
+		r.period()
+	}
+	r.p.apps["X"].on = true
+	for i := 0; i < 3; i++ {
+		r.period()
+	}
+	if !r.c.exhausted["V"] || r.c.ep != nil {
+		t.Fatalf("with no rung left, V's episode should be given up: exhausted %v, episode %+v", r.c.exhausted, r.c.ep)
+	}
+	// V's hurt clears (the aggressor stops): V can be served again later.
+	r.p.apps["X"].on = false
+	r.period()
+	if r.c.exhausted["V"] {
+		t.Fatal("V still marked exhausted after its hurt cleared")
+	}
+}

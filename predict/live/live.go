@@ -76,7 +76,10 @@ type Runner struct {
 	// 5 s for the reporter, 20 s for a SPEC competitor).
 	Settle time.Duration
 	// Repeats is the number of measurements per point; the point is their median.
-	Repeats  int
+	Repeats int
+	// Paired pairs every measurement under the SoI with an isolated one taken right before
+	// it (see SensitivityCurve).
+	Paired   bool
 	Metric   Metric
 	Reporter stress.ReporterConfig
 	Log      io.Writer // progress lines (nil: none)
@@ -243,7 +246,7 @@ func (r *Runner) startSoI(ctx context.Context, mb float64) (stop func(), err err
 
 // startBackground runs app over and over on the other CPUs (like the thesis's endless
 // `runcpu --iterations=10000`) until stop is called.
-func (r *Runner) startBackground(ctx context.Context, app App) (stop func(), err error) {
+func (r *Runner) startBackground(ctx context.Context, app App) (stop func() error, err error) {
 	cctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
 	var cur *exec.Cmd
@@ -279,7 +282,7 @@ func (r *Runner) startBackground(ctx context.Context, app App) (stop func(), err
 		<-done
 		return nil, fmt.Errorf("background %s: %w", app.Name, err)
 	}
-	return func() {
+	return func() error {
 		cancel()
 		mu.Lock()
 		if cur != nil {
@@ -287,9 +290,8 @@ func (r *Runner) startBackground(ctx context.Context, app App) (stop func(), err
 		}
 		mu.Unlock()
 		<-done
-		if firstErr != nil {
-			r.logf("warning: %v", firstErr)
-		}
+		// A competitor that failed was not running for (part of) the measurement.
+		return firstErr
 	}, nil
 }
 
@@ -315,26 +317,80 @@ func (r *Runner) MeasureReporter(ctx context.Context) (stress.ReporterResult, er
 	return res, err
 }
 
-// SensitivityCurve measures app with the SoI at each dial (0 = alone).
+// measureAt measures app once (or Repeats times, median) with the SoI at dial d.
+func (r *Runner) measureAt(ctx context.Context, app App, d float64, repeats int) (float64, error) {
+	stop, err := r.startSoI(ctx, d)
+	if err != nil {
+		return 0, err
+	}
+	if d > 0 {
+		err = wait(ctx, r.Settle)
+	}
+	vs := make([]float64, 0, repeats)
+	for i := 0; err == nil && i < repeats; i++ {
+		var v float64
+		if v, err = r.MeasureOnce(ctx, app); err == nil {
+			vs = append(vs, v)
+		}
+	}
+	stop()
+	if err != nil {
+		return 0, err
+	}
+	return metric.Percentile(vs, 50), nil
+}
+
+// SensitivityCurve measures app with the SoI at each dial (0 = alone). With Paired, every
+// dial's measurement is paired with an isolated one taken right before it, Repeats times,
+// and the point is t(0) · median(t_d / t_iso) with t(0) the median of all isolated runs:
+// slow drifts of the machine (other tenants) cancel in the ratios.
 func (r *Runner) SensitivityCurve(ctx context.Context, app App, dials []float64) (predict.Curve, error) {
 	c := predict.Curve{Name: app.Name}
-	for _, d := range dials {
-		stop, err := r.startSoI(ctx, d)
+	if !r.Paired {
+		for _, d := range dials {
+			v, err := r.measureAt(ctx, app, d, r.repeats())
+			if err != nil {
+				return c, err
+			}
+			r.logf("%s: SoI %v MB → %.6g", app.Name, d, v)
+			c.Dials = append(c.Dials, d)
+			c.Perf = append(c.Perf, v)
+		}
+		return c, nil
+	}
+	var isos []float64
+	ratios := make([][]float64, len(dials))
+	for k := 0; k < r.repeats(); k++ {
+		for i, d := range dials {
+			if d == 0 {
+				continue
+			}
+			iso, err := r.measureAt(ctx, app, 0, 1)
+			if err != nil {
+				return c, err
+			}
+			v, err := r.measureAt(ctx, app, d, 1)
+			if err != nil {
+				return c, err
+			}
+			isos = append(isos, iso)
+			ratios[i] = append(ratios[i], v/iso)
+		}
+	}
+	if len(isos) == 0 { // only the 0 dial
+		v, err := r.measureAt(ctx, app, 0, r.repeats())
 		if err != nil {
 			return c, err
 		}
-		if d > 0 {
-			err = wait(ctx, r.Settle)
+		isos = []float64{v}
+	}
+	t0 := metric.Percentile(isos, 50)
+	for i, d := range dials {
+		v := t0
+		if d != 0 {
+			v = t0 * metric.Percentile(ratios[i], 50)
 		}
-		var v float64
-		if err == nil {
-			v, err = r.Measure(ctx, app)
-		}
-		stop()
-		if err != nil {
-			return c, err
-		}
-		r.logf("%s: SoI %v MB → %.6g", app.Name, d, v)
+		r.logf("%s: SoI %v MB → %.6g (paired)", app.Name, d, v)
 		c.Dials = append(c.Dials, d)
 		c.Perf = append(c.Perf, v)
 	}
@@ -343,20 +399,12 @@ func (r *Runner) SensitivityCurve(ctx context.Context, app App, dials []float64)
 
 // ReporterCurve trains the reporter: its score with the SoI at each dial.
 func (r *Runner) ReporterCurve(ctx context.Context, dials []float64) ([]predict.ReporterRow, error) {
+	if r.Paired {
+		return r.pairedReporter(ctx, dials, nil)
+	}
 	var rows []predict.ReporterRow
 	for _, d := range dials {
-		stop, err := r.startSoI(ctx, d)
-		if err != nil {
-			return nil, err
-		}
-		if d > 0 {
-			err = wait(ctx, r.Settle)
-		}
-		var res stress.ReporterResult
-		if err == nil {
-			res, err = r.MeasureReporter(ctx)
-		}
-		stop()
+		res, err := r.reporterAt(ctx, d)
 		if err != nil {
 			return nil, err
 		}
@@ -366,18 +414,131 @@ func (r *Runner) ReporterCurve(ctx context.Context, dials []float64) ([]predict.
 	return rows, nil
 }
 
-// Contentiousness measures the reporter while app runs in the background.
-func (r *Runner) Contentiousness(ctx context.Context, app App) (predict.ReporterRow, error) {
+// reporterAt measures the reporter with the SoI at dial d.
+func (r *Runner) reporterAt(ctx context.Context, d float64) (stress.ReporterResult, error) {
+	stop, err := r.startSoI(ctx, d)
+	if err != nil {
+		return stress.ReporterResult{}, err
+	}
+	if d > 0 {
+		err = wait(ctx, r.Settle)
+	}
+	var res stress.ReporterResult
+	if err == nil {
+		res, err = r.MeasureReporter(ctx)
+	}
+	stop()
+	return res, err
+}
+
+// reporterNext measures the reporter with app in the background.
+func (r *Runner) reporterNext(ctx context.Context, app App) (stress.ReporterResult, error) {
 	stop, err := r.startBackground(ctx, app)
 	if err != nil {
-		return predict.ReporterRow{}, err
+		return stress.ReporterResult{}, err
 	}
 	err = wait(ctx, r.Settle)
 	var res stress.ReporterResult
 	if err == nil {
 		res, err = r.MeasureReporter(ctx)
 	}
-	stop()
+	if serr := stop(); err == nil {
+		err = serr
+	}
+	return res, err
+}
+
+// pairedReporter measures, Repeats times, the reporter alone right before each condition
+// (a dial of the SoI, or a competitor app when dials is nil) and scales the median of
+// alone measurements by the median ratio: slow drifts of a shared machine cancel.
+func (r *Runner) pairedReporter(ctx context.Context, dials []float64, app *App) ([]predict.ReporterRow, error) {
+	type cond struct {
+		key string
+		run func() (stress.ReporterResult, error)
+	}
+	var conds []cond
+	if app != nil {
+		conds = []cond{{app.Name, func() (stress.ReporterResult, error) { return r.reporterNext(ctx, *app) }}}
+	}
+	for _, d := range dials {
+		d := d
+		conds = append(conds, cond{fmt.Sprint(d), func() (stress.ReporterResult, error) { return r.reporterAt(ctx, d) }})
+	}
+	var alone []stress.ReporterResult
+	ratios := make([]map[string][]float64, len(conds))
+	for k := 0; k < r.repeats(); k++ {
+		for i, c := range conds {
+			if c.key == "0" {
+				continue
+			}
+			a, err := r.reporterAt(ctx, 0)
+			if err != nil {
+				return nil, err
+			}
+			v, err := c.run()
+			if err != nil {
+				return nil, err
+			}
+			alone = append(alone, a)
+			if ratios[i] == nil {
+				ratios[i] = map[string][]float64{}
+			}
+			ratios[i]["avg"] = append(ratios[i]["avg"], v.Score/a.Score)
+			for f, m := range v.Medians {
+				ratios[i][f] = append(ratios[i][f], m/a.Medians[f])
+			}
+		}
+	}
+	if len(alone) == 0 {
+		a, err := r.reporterAt(ctx, 0)
+		if err != nil {
+			return nil, err
+		}
+		alone = append(alone, a)
+	}
+	base := map[string]float64{}
+	var xs []float64
+	for _, a := range alone {
+		xs = append(xs, a.Score)
+	}
+	base["avg"] = metric.Percentile(xs, 50)
+	for f := range alone[0].Medians {
+		xs = xs[:0]
+		for _, a := range alone {
+			xs = append(xs, a.Medians[f])
+		}
+		base[f] = metric.Percentile(xs, 50)
+	}
+	var rows []predict.ReporterRow
+	for i, c := range conds {
+		row := predict.ReporterRow{Key: c.key, Avg: base["avg"], Functions: map[string]float64{}}
+		for f, b := range base {
+			v := b
+			if c.key != "0" {
+				v = b * metric.Percentile(ratios[i][f], 50)
+			}
+			if f == "avg" {
+				row.Avg = v
+			} else {
+				row.Functions[f] = v
+			}
+		}
+		r.logf("reporter: %s → %.6g ns (paired)", c.key, row.Avg)
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// Contentiousness measures the reporter while app runs in the background.
+func (r *Runner) Contentiousness(ctx context.Context, app App) (predict.ReporterRow, error) {
+	if r.Paired {
+		rows, err := r.pairedReporter(ctx, nil, &app)
+		if err != nil {
+			return predict.ReporterRow{}, err
+		}
+		return rows[0], nil
+	}
+	res, err := r.reporterNext(ctx, app)
 	if err != nil {
 		return predict.ReporterRow{}, err
 	}
@@ -402,7 +563,9 @@ func (r *Runner) CoRun(ctx context.Context, app, competitor App) (float64, error
 	if err == nil {
 		co, err = r.Measure(ctx, app)
 	}
-	stop()
+	if serr := stop(); err == nil {
+		err = serr
+	}
 	if err != nil {
 		return 0, err
 	}

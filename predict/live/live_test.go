@@ -67,6 +67,11 @@ func TestMeasureBadApps(t *testing.T) {
 	if v, err := r.MeasureOnce(context.Background(), App{"sleep", "sleep 0.05"}); err != nil || v < 0.05 {
 		t.Fatalf("wall time of sleep 0.05: %v %v", v, err)
 	}
+	// A competitor that fails is reported, not silently measured as no interference.
+	r.Settle = 200 * time.Millisecond
+	if _, err := r.CoRun(context.Background(), App{"sleep", "sleep 0.01"}, App{"bad", "exit 7"}); err == nil || !strings.Contains(err.Error(), "background bad") {
+		t.Fatalf("failing competitor: %v", err)
+	}
 	if _, err := ParseMetric("cycles"); err == nil {
 		t.Fatal("unknown metric accepted")
 	}
@@ -78,13 +83,17 @@ func TestMeasureBadApps(t *testing.T) {
 // reporter suffers more next to random than next to compute. The machine is shared (other
 // builds time-share its 2 CPUs and its cache), so an attempt counts only if it was quiet:
 // the isolated measurements taken before and after it agree within 25 %. Up to 2 attempts;
-// if none is quiet the test is skipped with the numbers logged.
+// if none is quiet (or the load average exceeds twice the CPUs) the test is skipped with
+// the numbers logged.
 func TestEndToEndOrdering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real measurement")
 	}
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs")
+	}
+	if raceEnabled {
+		t.Skip("timings under the race detector mean nothing")
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		quiet, msg := orderingAttempt(t)
@@ -98,12 +107,31 @@ func TestEndToEndOrdering(t *testing.T) {
 
 func within(a, b, rel float64) bool { return math.Abs(a-b) <= rel*math.Max(a, b) }
 
+// loadAvg is the 1-minute load average (0 if unknown).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	fmt.Sscan(string(b), &l)
+	return l
+}
+
 func orderingAttempt(t *testing.T) (quiet bool, why string) {
+	// With more runnable tasks than twice the CPUs, other tenants' processes share both CPUs
+	// and their cache traffic dominates: measured on the development VM at load 11, the
+	// random loop ran faster under the SoI than "alone", because the SoI displaced heavier
+	// tenants from CPU 1.
+	if l := loadAvg(); l > 2*float64(runtime.NumCPU()) {
+		return false, fmt.Sprintf("load average %.1f on %d CPUs", l, runtime.NumCPU())
+	}
+	// Paired: each run under the SoI right after an isolated one, 3 times, median ratio.
 	r := &Runner{AppCPUs: []int{0}, OtherCPUs: []int{1}, StreamThreads: 1, RandomThreads: 1,
-		Settle: 100 * time.Millisecond, Repeats: 1, Metric: MetricAuto,
+		Settle: 100 * time.Millisecond, Repeats: 3, Paired: true, Metric: MetricAuto,
 		Reporter: stress.ReporterConfig{Type: stress.ReporterRandom, MB: 8, Reps: 15, Warmup: 1}}
 	ctx := context.Background()
-	compute, random := selfApp("compute", "compute:0:0.3"), selfApp("random", "random:8:0.3")
+	compute, random := selfApp("compute", "compute:0:0.2"), selfApp("random", "random:8:0.2")
 	// Competitors run for longer than the measurement (they are killed at its end), so that
 	// no restart (allocation, page faults) falls inside it.
 	computeBG, randomBG := selfApp("compute", "compute:0:10"), selfApp("random64", "random:64:10")
@@ -116,10 +144,11 @@ func orderingAttempt(t *testing.T) (quiet bool, why string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ri, err := r.Measure(ctx, random)
+	ri, err := r.Measure(ctx, random) // isolated again, after the curves
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Paired = false // the reporter comparison below alternates the competitors itself
 	l0, err := r.MeasureReporter(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -159,4 +188,27 @@ func orderingAttempt(t *testing.T) (quiet bool, why string) {
 		t.Errorf("the reporter should be slower next to random (%.0f) than next to compute (%.0f)", lr.Avg, lc.Avg)
 	}
 	return true, msg
+}
+
+// Paired mode runs end to end and keeps its shapes (values are not asserted: real noise).
+func TestPairedMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real measurement")
+	}
+	r := &Runner{AppCPUs: []int{0}, OtherCPUs: []int{1}, StreamThreads: 1, RandomThreads: 1,
+		Repeats: 2, Paired: true, Metric: MetricAuto,
+		Reporter: stress.ReporterConfig{Type: stress.ReporterAlternating, MB: 2, Reps: 3, Warmup: 1}}
+	ctx := context.Background()
+	c, err := r.SensitivityCurve(ctx, selfApp("compute", "compute:0:0.05"), []float64{0, 8})
+	if err != nil || len(c.Perf) != 2 || c.Perf[0] <= 0 || c.Perf[1] <= 0 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	rows, err := r.ReporterCurve(ctx, []float64{0, 8})
+	if err != nil || len(rows) != 2 || rows[0].Key != "0" || len(rows[1].Functions) != 2 {
+		t.Fatalf("%+v %v", rows, err)
+	}
+	row, err := r.Contentiousness(ctx, selfApp("compute", "compute:0:10"))
+	if err != nil || row.Key != "compute" || row.Avg <= 0 {
+		t.Fatalf("%+v %v", row, err)
+	}
 }

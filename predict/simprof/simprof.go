@@ -154,3 +154,21 @@ func (r *Runner) CoRun(app, comp sim.Workload) (float64, error) {
 	}
 	return predict.NormalisedPerf(iso, co), nil
 }
+
+// CoRunMany returns app's measured normalised performance next to several competitors,
+// each on its own core (CompCores[0], then the following cores of the socket).
+func (r *Runner) CoRunMany(app sim.Workload, comps []sim.Workload) (float64, error) {
+	iso, err := r.measure(app, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	cores := make([][]int, len(comps))
+	for i := range comps {
+		cores[i] = []int{r.CompCores[0] + i}
+	}
+	co, err := r.measure(app, comps, cores)
+	if err != nil {
+		return 0, err
+	}
+	return predict.NormalisedPerf(iso, co), nil
+}

@@ -76,3 +76,82 @@ func TestSimPipeline(t *testing.T) {
 		t.Fatalf("n %d", s.N)
 	}
 }
+
+// BenchmarkProfileOneApp is the time to profile one application on sim: 29 dials (the
+// thesis's grid, 0–112 MB) of 3 s virtual time each.
+func BenchmarkProfileOneApp(b *testing.B) {
+	r, _ := NewRunner("icx-4314-2s", 1)
+	w, _ := sim.ParseWorkload("neighbor:6M:1g", 1, nil)
+	dials := make([]float64, 29)
+	for i := range dials {
+		dials[i] = float64(4 * i)
+	}
+	for b.Loop() {
+		if _, err := r.SensitivityCurve("neighbor", w, dials); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Beyond pairs on sim: an application next to two competitors, predicted with Govindan's
+// reduction (sum of scores) and, for comparison, with the larger score alone.
+func TestSimThreeWayReduction(t *testing.T) {
+	r, _ := NewRunner("icx-4314-2s", 1)
+	dials := make([]float64, 29)
+	for i := range dials {
+		dials[i] = float64(4 * i)
+	}
+	rows, err := r.ReporterCurve(dials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := predict.Curve{Name: "reporter", Dials: dials}
+	for _, row := range rows {
+		rep.Perf = append(rep.Perf, row.Avg)
+	}
+	names := []string{"neighbor:6M:1g", "mlr:8M", "mload:60M", "tsearch:131072", "matrix-3d:96"}
+	ws, curves, scores := map[string]sim.Workload{}, map[string]predict.Curve{}, map[string]float64{}
+	for _, n := range names {
+		w, _ := sim.ParseWorkload(n, 1, nil)
+		ws[n] = w
+		if curves[n], err = r.SensitivityCurve(n, w, dials); err != nil {
+			t.Fatal(err)
+		}
+		row, err := r.Contentiousness(n, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores[n] = predict.ScoreOf(rep, n, row.Avg, predict.MethodLinear).MB
+	}
+	var sumErr, maxErr []float64
+	for _, a := range names {
+		for i, b := range names {
+			for _, c := range names[i+1:] {
+				if a == b || a == c {
+					continue
+				}
+				meas, err := r.CoRunMany(ws[a], []sim.Workload{ws[b], ws[c]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum, _ := predict.CombineScores([]float64{scores[b], scores[c]}, 112)
+				ps, _ := predict.Predict(curves[a], sum, predict.MethodLinear)
+				pm, _ := predict.Predict(curves[a], max(scores[b], scores[c]), predict.MethodLinear)
+				sumErr = append(sumErr, predict.PredictionError(ps, meas))
+				maxErr = append(maxErr, predict.PredictionError(pm, meas))
+			}
+		}
+	}
+	s, m := predict.ErrorStats(sumErr, 0), predict.ErrorStats(maxErr, 0)
+	t.Logf("3-way on sim, sum of scores: %+v", s)
+	t.Logf("3-way on sim, max score:     %+v", m)
+	if s.N != 30 || m.N != 30 {
+		t.Fatalf("n %d", s.N)
+	}
+	if mb, note := predict.CombineScores([]float64{80, 60}, 112); mb != 112 || note == "" {
+		t.Fatal("saturation")
+	}
+	if mb, note := predict.CombineScores([]float64{8, 4}, 112); mb != 12 || note != "" {
+		t.Fatal("sum")
+	}
+}

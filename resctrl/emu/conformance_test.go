@@ -1074,8 +1074,6 @@ func TestExclusiveWithoutCAT(t *testing.T) {
 	p := &Profile{Name: "mb-only", Vendor: machine.Intel, CPUs: 4,
 		MB: &BWRes{Domains: 1, Min: 10, Max: 100, Gran: 10, DelayLinear: true, NumCLOSIDs: 8, NeedsLinear: true}}
 	bothWays(t, p, func(h *env) {
-		t := h.t
-		_ = t
 		h.mkdir("g")
 		h.fail("g/mode", "exclusive\n", syscall.EINVAL, "=Cannot be exclusive without CAT/CDP")
 	})
@@ -1085,7 +1083,6 @@ func TestUnpaddedFormat(t *testing.T) {
 	p, _ := NamedProfile("intel-newfmt")
 	bothWays(t, p, func(h *env) {
 		t := h.t
-		_ = t
 		h.mkdir("g")
 		h.ok("g/schemata", "L3:0=3\nMB:0=50\n")
 		if got := h.read("g/schemata"); got != "    L3:0=3;1=fff\n    MB:0=50;1=100\n" {

@@ -37,18 +37,6 @@ func (s cpuset) andNot(o cpuset) cpuset {
 	return r
 }
 
-func (s cpuset) and(o cpuset) cpuset {
-	r := s.clone()
-	for i := range r {
-		if i < len(o) {
-			r[i] &= o[i]
-		} else {
-			r[i] = 0
-		}
-	}
-	return r
-}
-
 func (s cpuset) orIn(o cpuset) {
 	for i := range s {
 		if i < len(o) {

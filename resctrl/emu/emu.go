@@ -52,14 +52,13 @@ const (
 
 // schema is one line of the schemata file (a resource, or one CDP half of it).
 type schema struct {
-	name     string // L3, L3CODE, L3DATA, L2, L2CODE, L2DATA, MB, SMBA
-	res      string // L3, L2, MB, SMBA
-	conf     int
-	cache    *CacheRes
-	bw       *BWRes
-	closids  int
-	domains  int
-	infoName string
+	name    string // L3, L3CODE, L3DATA, L2, L2CODE, L2DATA, MB, SMBA
+	res     string // L3, L2, MB, SMBA
+	conf    int
+	cache   *CacheRes
+	bw      *BWRes
+	closids int
+	domains int
 }
 
 func (s *schema) isCache() bool { return s.cache != nil }

@@ -44,6 +44,19 @@ type PerfProbe struct {
 	Microarch string // raw stall table in use ("" none)
 }
 
+// ResctrlProbe is what resctrl.Check reports about the resctrl mount.
+type ResctrlProbe struct {
+	Root       string
+	Mounted    bool
+	Emulated   bool
+	CPUFlags   []string
+	Resources  []string
+	Monitoring []string
+	CLOSIDs    int
+	RMIDs      int
+	Reason     string // why it is unusable and what to do
+}
+
 // governorError is the median |prediction error| of Bubble-Up-style slowdown prediction
 // per frequency configuration (seed002.md §3.2, 342 predictions each).
 var governorError = map[string]string{
@@ -56,7 +69,7 @@ var governorError = map[string]string{
 }
 
 // Diagnose turns facts and probes into checks, in a fixed order.
-func Diagnose(f Facts, d DockerProbe, p PerfProbe) []Check {
+func Diagnose(f Facts, d DockerProbe, p PerfProbe, r ResctrlProbe) []Check {
 	var cs []Check
 	add := func(c Check) { cs = append(cs, c) }
 
@@ -102,20 +115,22 @@ func Diagnose(f Facts, d DockerProbe, p PerfProbe) []Check {
 			"run colo as root, grant CAP_PERFMON, or sysctl kernel.perf_event_paranoid=0"})
 	}
 
-	r := f.Resctrl
 	flags := strings.Join(r.CPUFlags, " ")
 	switch {
 	case r.Mounted:
-		add(Check{"resctrl", OK, fmt.Sprintf("mounted at %s (%s; cpu flags: %s)", r.MountDir, strings.Join(r.Resources, ", "), flags),
+		kind := "mounted"
+		if r.Emulated {
+			kind = "emulator mounted"
+		}
+		add(Check{"resctrl", OK, fmt.Sprintf("%s at %s (%s; monitoring %s; %d CLOSIDs, %d RMIDs)", kind, r.Root, strings.Join(r.Resources, ", "), orDash(strings.Join(r.Monitoring, ", ")), r.CLOSIDs, r.RMIDs),
 			"cache (CAT) and bandwidth (MBA) partitioning and CMT/MBM monitoring per container", ""})
 	case len(r.CPUFlags) > 0:
-		add(Check{"resctrl", Warn, "not mounted (cpu flags: " + flags + ")",
-			"the CPU has RDT but colo cannot partition or monitor until resctrl is mounted",
-			"mount -t resctrl resctrl /sys/fs/resctrl (add ,cdp or ,mba_MBps if wanted)"})
+		add(Check{"resctrl", Warn, "not usable (cpu flags: " + flags + ")",
+			"the CPU has RDT but colo cannot partition or monitor: " + r.Reason, "mount -t resctrl resctrl " + r.Root})
 	default:
-		add(Check{"resctrl", Warn, "no RDT (no rdt_a/cqm flags; a VM usually hides them)",
-			"no CAT/MBA/CMT here: run policies against the emulator (--resctrl-root DIR) or with platform: sim",
-			"use bare metal with Intel RDT or AMD PQoS for real partitioning"})
+		add(Check{"resctrl", Warn, "no RDT",
+			"no CAT/MBA/CMT here: run policies against the emulator (--resctrl-root DIR) or with platform: sim (" + r.Reason + ")",
+			"use bare metal with Intel RDT or AMD PQoS; or colo resctrl emulate --profile intel --mount DIR and --resctrl-root DIR"})
 	}
 
 	switch {

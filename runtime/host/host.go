@@ -1,6 +1,6 @@
 // Package host reads the facts about a Linux host that decide how faithfully colo can
 // measure and partition it (cgroup mode, CPU frequency governor and turbo, SMT, huge
-// pages, resctrl), and turns them, together with Docker and perf probes, into the
+// pages), and turns them, together with the Docker, perf and resctrl probes, into the
 // checks `colo doctor` prints: what each finding means for colo and how to fix it.
 package host
 
@@ -32,15 +32,6 @@ type Facts struct {
 	HugePagesFree  int
 	HugePageSizeKB int
 	THP            string
-	Resctrl        Resctrl
-}
-
-// Resctrl is what the host offers for RDT.
-type Resctrl struct {
-	Mounted   bool
-	MountDir  string
-	CPUFlags  []string // rdt_a, cat_l3, cdp_l3, mba, cqm_llc, cqm_occup_llc, cqm_mbm_total, cqm_mbm_local
-	Resources []string // info/<resource> directories when mounted (L3, MB, L3_MON, ...)
 }
 
 // Read gathers the facts below root.
@@ -49,8 +40,6 @@ func Read(root string) Facts {
 	p := func(s string) string { return filepath.Join(root, s) }
 	if b, err := os.ReadFile(p("proc/self/mountinfo")); err == nil {
 		f.CgroupMode = rt.Mode(rt.Mounts(b))
-		f.Resctrl.MountDir = resctrlMount(b)
-		f.Resctrl.Mounted = f.Resctrl.MountDir != ""
 	} else {
 		f.CgroupMode = rt.CgroupUnknown
 	}
@@ -101,53 +90,5 @@ func Read(root string) Facts {
 			}
 		}
 	}
-	if b, err := os.ReadFile(p("proc/cpuinfo")); err == nil {
-		f.Resctrl.CPUFlags = rdtFlags(b)
-	}
-	if f.Resctrl.Mounted {
-		ents, _ := os.ReadDir(filepath.Join(root, f.Resctrl.MountDir, "info"))
-		for _, e := range ents {
-			if e.IsDir() {
-				f.Resctrl.Resources = append(f.Resctrl.Resources, e.Name())
-			}
-		}
-	}
 	return f
-}
-
-func resctrlMount(mountinfo []byte) string {
-	for _, l := range strings.Split(string(mountinfo), "\n") {
-		f := strings.Fields(l)
-		for i, x := range f {
-			if x == "-" && i+1 < len(f) && f[i+1] == "resctrl" && len(f) > 4 {
-				return f[4]
-			}
-		}
-	}
-	return ""
-}
-
-var rdtFlagNames = []string{"rdt_a", "cat_l3", "cat_l2", "cdp_l3", "mba", "cqm", "cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local", "smba", "bmec", "abmc"}
-
-func rdtFlags(cpuinfo []byte) []string {
-	sc := bufio.NewScanner(bytes.NewReader(cpuinfo))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || strings.TrimSpace(k) != "flags" {
-			continue
-		}
-		have := map[string]bool{}
-		for _, w := range strings.Fields(v) {
-			have[w] = true
-		}
-		var out []string
-		for _, n := range rdtFlagNames {
-			if have[n] {
-				out = append(out, n)
-			}
-		}
-		return out
-	}
-	return nil
 }

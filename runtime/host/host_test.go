@@ -21,8 +21,7 @@ func write(t *testing.T, root, path, content string) {
 // A bare-metal Ice Lake host: v2, schedutil, turbo on, SMT on, resctrl mounted.
 func bareMetal(t *testing.T) string {
 	root := t.TempDir()
-	write(t, root, "proc/self/mountinfo", "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"+
-		"40 23 0:40 / /sys/fs/resctrl rw - resctrl resctrl rw\n")
+	write(t, root, "proc/self/mountinfo", "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
 	for _, c := range []string{"cpu0", "cpu1"} {
 		write(t, root, "sys/devices/system/cpu/"+c+"/cpufreq/scaling_governor", "schedutil\n")
 	}
@@ -31,12 +30,6 @@ func bareMetal(t *testing.T) string {
 	write(t, root, "sys/devices/system/cpu/smt/active", "1\n")
 	write(t, root, "proc/meminfo", "MemTotal: 1 kB\nHugePages_Total:      16\nHugePages_Free:       16\nHugepagesize:       2048 kB\n")
 	write(t, root, "sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n")
-	write(t, root, "proc/cpuinfo", "processor : 0\nflags\t\t: fpu sse rdt_a cat_l3 cdp_l3 mba cqm_llc cqm_occup_llc cqm_mbm_total cqm_mbm_local\n")
-	for _, r := range []string{"L3", "MB", "L3_MON"} {
-		if err := os.MkdirAll(filepath.Join(root, "sys/fs/resctrl/info", r), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return root
 }
 
@@ -55,12 +48,9 @@ func TestReadBareMetal(t *testing.T) {
 		f.SMT != "on" || !f.SMTActive || f.HugePagesTotal != 16 || f.HugePageSizeKB != 2048 || f.THP != "madvise" {
 		t.Fatalf("%+v", f)
 	}
-	if !f.Resctrl.Mounted || f.Resctrl.MountDir != "/sys/fs/resctrl" || strings.Join(f.Resctrl.Resources, ",") != "L3,L3_MON,MB" ||
-		strings.Join(f.Resctrl.CPUFlags, " ") != "rdt_a cat_l3 cdp_l3 mba cqm_llc cqm_occup_llc cqm_mbm_total cqm_mbm_local" {
-		t.Fatalf("%+v", f.Resctrl)
-	}
 	cs := Diagnose(f, DockerProbe{Reachable: true, Version: "20.10.24", APIVersion: "1.41", CgroupDriver: "systemd", CgroupVersion: "2"},
-		PerfProbe{Mode: "hardware", Microarch: "icelake-sp"})
+		PerfProbe{Mode: "hardware", Microarch: "icelake-sp"},
+		ResctrlProbe{Root: "/sys/fs/resctrl", Mounted: true, CPUFlags: []string{"rdt_a", "cat_l3"}, Resources: []string{"L3", "MB"}, Monitoring: []string{"llc_occupancy"}, CLOSIDs: 16, RMIDs: 224})
 	for name, want := range map[string]Status{"docker": OK, "cgroups": OK, "perf": OK, "perf stall events": OK, "resctrl": OK,
 		"cpu governor": Warn, "turbo": Warn, "smt": Warn, "huge pages": OK} {
 		if got := find(cs, name); got.Status != want {
@@ -80,10 +70,10 @@ func TestReadBareMetal(t *testing.T) {
 func TestDiagnoseVM(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "proc/self/mountinfo", "41 40 0:36 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n47 40 0:42 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n")
-	write(t, root, "proc/cpuinfo", "flags : fpu sse avx512f hypervisor\n")
 	write(t, root, "proc/meminfo", "HugePages_Total:       0\n")
 	f := Read(root)
-	cs := Diagnose(f, DockerProbe{Err: "connection refused"}, PerfProbe{Mode: "software", Reason: "no hardware PMU"})
+	cs := Diagnose(f, DockerProbe{Err: "connection refused"}, PerfProbe{Mode: "software", Reason: "no hardware PMU"},
+		ResctrlProbe{Root: "/sys/fs/resctrl", Reason: "no RDT/PQoS: this is a virtual machine"})
 	for name, want := range map[string]Status{"docker": Fail, "cgroups": OK, "perf": Warn, "resctrl": Warn,
 		"cpu governor": Info, "turbo": Info, "smt": Info, "huge pages": Info} {
 		if got := find(cs, name); got.Status != want {
@@ -100,6 +90,14 @@ func TestDiagnoseVM(t *testing.T) {
 	}
 	if find(cs, "perf stall events").Name != "" {
 		t.Error("stall-event line only applies with hardware counters")
+	}
+	if r := find(cs, "resctrl"); !strings.Contains(r.Meaning, "virtual machine") || !strings.Contains(r.Fix, "emulate") {
+		t.Errorf("resctrl %+v", r)
+	}
+	// RDT in the CPU but not mounted: the fix is the mount command.
+	cs = Diagnose(f, DockerProbe{}, PerfProbe{}, ResctrlProbe{Root: "/sys/fs/resctrl", CPUFlags: []string{"rdt_a"}, Reason: "resctrl is not mounted"})
+	if r := find(cs, "resctrl"); r.Status != Warn || r.Fix != "mount -t resctrl resctrl /sys/fs/resctrl" {
+		t.Errorf("resctrl %+v", r)
 	}
 	if find(cs, "cgroups").Value != "hybrid (v1 controllers + v2 at /sys/fs/cgroup/unified)" {
 		t.Errorf("%+v", find(cs, "cgroups"))

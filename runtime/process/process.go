@@ -45,9 +45,10 @@ var v1Controllers = []string{"cpuset", "cpu", "cpuacct", "memory", "pids", "blki
 
 // Runtime implements runtime.Runtime with processes.
 type Runtime struct {
-	opts   Options
-	mounts []rt.MountPoint
-	mode   rt.CgroupMode
+	opts    Options
+	mounts  []rt.MountPoint
+	mode    rt.CgroupMode
+	ctrlErr error // v2 controllers could not be delegated
 
 	mu sync.Mutex
 	ws map[string]*workload
@@ -159,7 +160,10 @@ func (r *Runtime) prepareParent(m rt.MountPoint) error {
 			}
 			if len(want) > 0 {
 				if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte(strings.Join(want, " ")), 0o644); err != nil {
-					return fmt.Errorf("enable controllers %v: %w", want, err)
+					// e.g. EBUSY inside a container whose cgroup root holds processes:
+					// workloads still get their own cgroup (membership, CPU time, perf);
+					// asking for a cpuset or memory limit then fails with this cause.
+					r.ctrlErr = fmt.Errorf("enable controllers %v in %s: %w", want, d, err)
 				}
 			}
 		}
@@ -170,8 +174,14 @@ func (r *Runtime) prepareParent(m rt.MountPoint) error {
 // Name implements runtime.Runtime.
 func (r *Runtime) Name() string { return "process" }
 
-// Close implements runtime.Runtime (workloads keep running; Remove them first).
-func (r *Runtime) Close() error { return nil }
+// Close implements runtime.Runtime. Workloads keep running (Remove them first); the
+// parent cgroups are removed when empty.
+func (r *Runtime) Close() error {
+	for _, m := range r.mounts {
+		os.Remove(filepath.Join(m.Dir, r.opts.Parent)) // fails, harmlessly, while not empty
+	}
+	return nil
+}
 
 func (r *Runtime) dirsFor(name string) map[string]string {
 	dirs := map[string]string{}
@@ -298,6 +308,9 @@ func versionOf(m rt.CgroupMode) int {
 func (r *Runtime) applyLimits(s rt.Spec, dirs map[string]string) error {
 	write := func(dir, file, val string) error {
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0o644); err != nil {
+			if r.ctrlErr != nil && errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("set %s=%s: the controller is not available to colo's cgroups (%v); run without this limit or on a host where colo may delegate controllers", file, val, r.ctrlErr)
+			}
 			return fmt.Errorf("set %s=%s: %w", file, val, err)
 		}
 		return nil

@@ -355,19 +355,9 @@ func summarize(w *store.RunWriter, st *store.Store, name string) store.Summary {
 			done++
 		}
 	}
-	mean := func(xs []float64) float64 {
-		if len(xs) == 0 {
-			return math.NaN()
-		}
-		s := 0.0
-		for _, x := range xs {
-			s += x
-		}
-		return s / float64(len(xs))
-	}
 	sort.Float64s(tot)
-	return store.Summary{Name: name, PriorityIPCE: mean(prio), BatchIPCE: mean(batch), GlobalIPCE: mean(all),
-		TimeOverTarget: mean(tot), TimeOverTargetP90: metric.Percentile(tot, 90), JobsCompleted: done,
+	return store.Summary{Name: name, PriorityIPCE: metric.Mean(prio), BatchIPCE: metric.Mean(batch), GlobalIPCE: metric.Mean(all),
+		TimeOverTarget: metric.Mean(tot), TimeOverTargetP90: metric.Percentile(tot, 90), JobsCompleted: done,
 		QueueDelayMean: 0, QueueDelayP90: 0, VirtualSeconds: 0, WallSeconds: math.NaN()}
 }
 

@@ -65,16 +65,24 @@ func BuildProgImage(t testing.TB, r *docker.Runtime, pkgDir string) string {
 // path (a static CGO_ENABLED=0 build) and removes it at cleanup.
 func ColoImage(t testing.TB, r *docker.Runtime) string {
 	t.Helper()
-	ctx := context.Background()
-	bin, cleanup, err := docker.StaticColo(ctx, "", "")
+	tag, err := BuildColoImage(context.Background(), r, Name(t, "colo")+":test")
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	tag := Name(t, "colo") + ":test"
-	if _, err := docker.BuildColoImage(ctx, r.Client(), tag, bin); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { docker.RemoveImage(context.Background(), r.Client(), tag) })
 	return tag
+}
+
+// BuildColoImage builds the colo image under tag (for a TestMain that shares one image
+// between tests; remove it with docker.RemoveImage).
+func BuildColoImage(ctx context.Context, r *docker.Runtime, tag string) (string, error) {
+	bin, cleanup, err := docker.StaticColo(ctx, "", "")
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	if _, err := docker.BuildColoImage(ctx, r.Client(), tag, bin); err != nil {
+		return "", err
+	}
+	return tag, nil
 }

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"colo/machine"
+)
+
+// `colo machine list` names every built-in profile; `show --json` gives back exactly the
+// profile machine.Get returns; unknown names and a missing sysfs are bad input (exit 2).
+func TestMachineCLI(t *testing.T) {
+	out, err := runColo(t, "machine", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range machine.Names() {
+		if !strings.Contains(out, n) {
+			t.Errorf("machine list lacks %s:\n%s", n, out)
+		}
+	}
+	out, err = runColo(t, "machine", "show", "bdw-2697v4", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got machine.Profile
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("show --json is not JSON: %v\n%s", err, out)
+	}
+	want, _ := machine.Get("bdw-2697v4")
+	if !reflect.DeepEqual(&got, want) {
+		t.Errorf("show --json round trip:\n got %+v\nwant %+v", got, *want)
+	}
+	out, err = runColo(t, "machine", "show", "bdw-2697v4")
+	if err != nil || !strings.Contains(out, "20 ways (2.25 MiB/way)") {
+		t.Errorf("show table: %v\n%s", err, out)
+	}
+	var ue usageError
+	if _, err := runColo(t, "machine", "show", "no-such"); !errors.As(err, &ue) {
+		t.Errorf("unknown machine: %v, want a bad-input error", err)
+	}
+	missing := filepath.Join(t.TempDir(), "nosys")
+	if _, err := runColo(t, "machine", "detect", "--sysfs", missing); !errors.As(err, &ue) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing sysfs: %v, want a bad-input error naming %s", err, missing)
+	}
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"colo/store"
+)
+
+// a short run on the simulated testbed that streams to ${COLO_TEST_INFLUX}
+const sinkBench = `benchmark:
+  name: sink
+  max_t: 20
+  scheduler: {implementation: dynamic}
+  data:
+    frequency: 1000
+    db: {host: "${COLO_TEST_INFLUX}", name: colo, user: "", password: ""}
+containers:
+  nb:
+    workload: "neighbor:6MB:1g"
+    priority: true
+    ipce: 90
+    length: 15
+  zip:
+    workload: "7zip:2"
+    num_cores: 2
+    start_t: 1
+`
+
+func runSinkBench(t *testing.T, host, wait string) (bench struct {
+	Influx struct {
+		Queued, Delivered, Undelivered int64
+		Spool                          string
+	} `json:"influx"`
+}, dir string, stderr string) {
+	t.Helper()
+	t.Setenv("COLO_TEST_INFLUX", host)
+	yml := filepath.Join(t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(yml, []byte(sinkBench), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(t.TempDir(), "run")
+	out, err := runPolicyCmd(t, "run", yml, "--out", dir, "--json", "--db-wait", wait)
+	if err != nil {
+		t.Fatalf("colo run: %v\n%s", err, out)
+	}
+	i := strings.Index(out, "{")
+	if i < 0 {
+		t.Fatalf("no JSON in %q", out)
+	}
+	if err := json.NewDecoder(strings.NewReader(out[i:])).Decode(&bench); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	return bench, dir, out[:i]
+}
+
+// An unreachable database never stalls the run: it completes, the points that could not
+// be delivered are counted and kept in the run directory.
+func TestRunInfluxUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := l.Addr().String()
+	l.Close() // nothing listens there any more: connection refused
+	rep, dir, msg := runSinkBench(t, host, "1s")
+	in := rep.Influx
+	if in.Queued == 0 || in.Delivered != 0 || in.Undelivered != in.Queued {
+		t.Fatalf("influx %+v", in)
+	}
+	if !strings.Contains(msg, fmt.Sprintf("%d undelivered", in.Undelivered)) {
+		t.Errorf("stderr does not report the undelivered points: %q", msg)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "influx-undelivered.lp"))
+	if err != nil || int64(bytes.Count(b, []byte("\n"))) != in.Undelivered {
+		t.Fatalf("spool: %v, %d lines for %d undelivered", err, bytes.Count(b, []byte("\n")), in.Undelivered)
+	}
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if !st.Manifest().Complete {
+		t.Fatal("the run is not marked complete")
+	}
+}
+
+// Against a real InfluxDB 1.x on loopback: everything is delivered and the samples
+// queried back are the samples the run directory holds.
+func TestRunInfluxDelivers(t *testing.T) {
+	bin, err := exec.LookPath("influxd")
+	if err != nil {
+		t.Skip("influxd not installed (scripts/setup.sh installs the Debian package influxdb)")
+	}
+	u := startTestInfluxd(t, bin)
+	if _, err := http.Post(u+"/query?"+url.Values{"q": {"CREATE DATABASE colo"}}.Encode(), "", nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, dir, _ := runSinkBench(t, u, "30s")
+	in := rep.Influx
+	if in.Queued == 0 || in.Delivered != in.Queued || in.Undelivered != 0 {
+		t.Fatalf("influx %+v", in)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "influx-undelivered.lp")); err == nil {
+		t.Error("a spool file exists although everything was delivered")
+	}
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.Runs()
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v %v", runs, err)
+	}
+	samples, err := st.Samples(runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs, err := st.Allocations(runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := influxCount(t, u, "colo_sample", "interval_ns"); n != len(samples) || n == 0 {
+		t.Errorf("influx holds %d samples, the run %d", n, len(samples))
+	}
+	// a point is identified by its series and time: two changes of one class at the same
+	// instant (a probe buffer, then its first segment) are one point, the later
+	distinct := map[string]bool{}
+	for _, a := range allocs {
+		distinct[fmt.Sprint(a.T, a.Socket, a.CLOS, a.Source)] = true
+	}
+	if n := influxCount(t, u, "colo_allocation", "mask"); n != len(distinct) || n == 0 {
+		t.Errorf("influx holds %d allocations, the run %d (%d rows)", n, len(distinct), len(allocs))
+	}
+}
+
+func influxCount(t *testing.T, u, meas, field string) int {
+	t.Helper()
+	q := url.Values{"db": {"colo"}, "q": {fmt.Sprintf("SELECT COUNT(%q) FROM %q", field, meas)}}
+	resp, err := http.Post(u+"/query?"+q.Encode(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Results []struct {
+			Series []struct {
+				Values [][]any `json:"values"`
+			} `json:"series"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results) == 0 || len(out.Results[0].Series) == 0 {
+		return 0
+	}
+	return int(out.Results[0].Series[0].Values[0][1].(float64))
+}
+
+// startTestInfluxd runs influxd on free loopback ports with a private data directory
+// until the test ends, and returns its URL.
+func startTestInfluxd(t *testing.T, bin string) string {
+	for attempt := 1; ; attempt++ {
+		dir := t.TempDir()
+		port := func() int {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			return l.Addr().(*net.TCPAddr).Port
+		}
+		httpPort, rpcPort := port(), port()
+		conf := fmt.Sprintf("reporting-disabled = true\nbind-address = \"127.0.0.1:%d\"\n[meta]\n  dir = %q\n  logging-enabled = false\n"+
+			"[data]\n  dir = %q\n  wal-dir = %q\n  query-log-enabled = false\n[monitor]\n  store-enabled = false\n"+
+			"[subscriber]\n  enabled = false\n[continuous_queries]\n  enabled = false\n"+
+			"[http]\n  enabled = true\n  bind-address = \"127.0.0.1:%d\"\n  log-enabled = false\n[logging]\n  level = \"warn\"\n  suppress-logo = true\n",
+			rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort)
+		cfg := filepath.Join(dir, "influxdb.conf")
+		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var log bytes.Buffer
+		cmd := exec.Command(bin, "run", "-config", cfg)
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() {
+			cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+			}
+		})
+		u := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+		for i := 0; i < 300; i++ {
+			if resp, err := http.Get(u + "/ping"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusNoContent {
+					return u
+				}
+			}
+			select {
+			case err := <-exited:
+				exited <- err
+				i = 300
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if attempt == 3 {
+			t.Fatalf("influxd did not start:\n%s", log.String())
+		}
+	}
+}
+
+// A database that accepts connections but never answers: the run completes and the
+// points are reported undelivered.
+func TestRunInfluxSlow(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	rep, _, _ := runSinkBench(t, srv.URL, "500ms")
+	if in := rep.Influx; in.Queued == 0 || in.Delivered != 0 || in.Undelivered != in.Queued {
+		t.Fatalf("influx %+v", in)
+	}
+}

@@ -1,0 +1,137 @@
+// Package ctlsched holds what the sched.Scheduler adapters of the online controllers
+// (policy/dcat, policy/vp, policy/lfocplus) share: reading scheduler.options (prefix
+// scoping, numbers, whole numbers, a deterministic key order) and the FIFO placement on
+// the socket with the most free cores (the thesis baseline's rule, seed000.md §2.4,
+// Algorithm 4), with pinned jobs taking exactly their pinned cores.
+package ctlsched
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"colo/sched"
+)
+
+// ControllerPrefixes are the option prefixes of the online controllers: in a benchmark file
+// compared under several schedulers (colo compare), "dcat.baseline: 3" configures dcat and
+// static-cat only, "vp.window: 3" vp only; plain keys go to whichever scheduler runs.
+var ControllerPrefixes = []string{"dcat.", "static-cat.", "vp.", "lfoc+."}
+
+// Scoped keeps the options meant for a scheduler: plain keys, and keys with one of its own
+// prefixes (stripped); keys with another controller's prefix are dropped. A prefixed key
+// overrides the plain one.
+func Scoped(o map[string]any, own ...string) map[string]any {
+	out := map[string]any{}
+	for k, v := range o {
+		if prefixOf(k) == "" {
+			out[k] = v
+		}
+	}
+	for k, v := range o {
+		p := prefixOf(k)
+		for _, q := range own {
+			if p != "" && p == q {
+				out[k[len(p):]] = v
+			}
+		}
+	}
+	return out
+}
+
+func prefixOf(k string) string {
+	for _, p := range ControllerPrefixes {
+		if len(k) > len(p) && strings.HasPrefix(k, p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// Keys returns the keys of o sorted, so that options are applied (and the first bad one
+// reported) in the same order on every run.
+func Keys(o map[string]any) []string {
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Number reads option key of scheduler name as a number (YAML gives int or float64).
+func Number(name, key string, v any) (float64, error) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case float64:
+		return x, nil
+	}
+	return 0, fmt.Errorf("%s: scheduler.options.%s = %v is not a number", name, key, v)
+}
+
+// Whole reads option key of scheduler name as a whole number.
+func Whole(name, key string, v any) (int, error) {
+	f, err := Number(name, key, v)
+	if err != nil {
+		return 0, err
+	}
+	if f != math.Trunc(f) {
+		return 0, fmt.Errorf("%s: scheduler.options.%s = %v must be a whole number", name, key, v)
+	}
+	return int(f), nil
+}
+
+// Cores is the number of cores job j takes: its pinned cores if any, else j.Cores.
+func Cores(j sched.Job) int {
+	if len(j.CPUs) > 0 {
+		return len(j.CPUs)
+	}
+	return j.Cores
+}
+
+// CopyFree copies the free cores of an observation, for a scheduler that places several
+// jobs in one tick and takes their cores off as it goes (Take).
+func CopyFree(free [][]int) [][]int {
+	out := make([][]int, len(free))
+	for i, f := range free {
+		out[i] = append([]int(nil), f...)
+	}
+	return out
+}
+
+// Sockets returns the sockets where job j fits now, the socket with the most free cores
+// first (ties: the lower socket).
+func Sockets(j sched.Job, free [][]int) []int {
+	var order []int
+	for s := range free {
+		if sched.Fits(j, s, free) {
+			order = append(order, s)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(free[order[a]]) > len(free[order[b]]) })
+	return order
+}
+
+// Take removes the cores job j will use from free[s]: its pinned cores, or the first
+// j.Cores free ones.
+func Take(j sched.Job, s int, free [][]int) {
+	if len(j.CPUs) == 0 {
+		free[s] = free[s][min(j.Cores, len(free[s])):]
+		return
+	}
+	pinned := map[int]bool{}
+	for _, c := range j.CPUs {
+		pinned[c] = true
+	}
+	keep := free[s][:0:0]
+	for _, f := range free[s] {
+		if !pinned[f] {
+			keep = append(keep, f)
+		}
+	}
+	free[s] = keep
+}

@@ -1,0 +1,85 @@
+package dcat
+
+import (
+	"strings"
+	"testing"
+
+	"colo/machine"
+	"colo/sched"
+)
+
+func TestSchedulerOptionsRejected(t *testing.T) {
+	m, _ := machine.Get("bdw-2697v4")
+	for _, tc := range []struct {
+		opts map[string]any
+		frag string
+	}{
+		{map[string]any{"baseline": 21}, "baseline = 21"},
+		{map[string]any{"baseline": 2.5}, "whole number"},
+		{map[string]any{"miss_rate_threshold": -0.1}, "miss_rate_threshold"},
+		{map[string]any{"period_t": 0}, "period"},
+		{map[string]any{"policy": "greedy"}, "unknown policy"},
+		{map[string]any{"bogus": 1}, `unknown scheduler.options key "bogus"`},
+		{map[string]any{"dcat.streaming_factor": 0.5}, "streaming_factor"},
+	} {
+		cfg := sched.DefaultConfig()
+		cfg.Options = tc.opts
+		_, err := sched.New("dcat", sched.Env{Machine: m, Config: cfg})
+		if err == nil || !strings.Contains(err.Error(), tc.frag) {
+			t.Errorf("options %v: %v, want an error mentioning %q", tc.opts, err, tc.frag)
+		}
+	}
+	cfg := sched.DefaultConfig()
+	cfg.Options = map[string]any{"dcat.baseline": 3, "vp.window": 2}
+	for _, n := range []string{"dcat", "static-cat"} {
+		if _, err := sched.New(n, sched.Env{Machine: m, Config: cfg}); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}
+
+// A job whose baseline can never be admitted is rejected with the reason; jobs whose
+// baselines would over-commit the cache now wait (admission error logged), never squeezed.
+func TestSchedulerAdmission(t *testing.T) {
+	m, _ := machine.Get("bdw-2697v4")
+	cfg := sched.DefaultConfig()
+	cfg.ReserveWays = 0
+	cfg.Options = map[string]any{"baseline": 8, "baselines": map[string]any{"huge": 25}}
+	s, err := sched.New("dcat", sched.Env{Machine: m, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := [][]int{{0, 1, 2, 3, 4, 5, 6, 7}}
+	obs := &sched.Observation{FreeCPUs: free, Queue: []sched.Job{
+		{ID: 1, Name: "huge", Cores: 1}, {ID: 2, Name: "a", Cores: 1}, {ID: 3, Name: "b", Cores: 1}, {ID: 4, Name: "c", Cores: 1},
+	}}
+	d := s.Tick(obs)
+	if len(d.Reject) != 1 || d.Reject[0].Job != 1 || !strings.Contains(d.Reject[0].Reason, "baseline 25") {
+		t.Fatalf("rejections %+v", d.Reject)
+	}
+	if len(d.Place) != 2 {
+		t.Fatalf("placed %+v: two 8-way baselines fit 20 ways, the third must wait", d.Place)
+	}
+	waits := false
+	for _, l := range d.Log {
+		waits = waits || strings.Contains(l, "over-commit")
+	}
+	if !waits {
+		t.Fatalf("the waiting job's admission error is not logged: %v", d.Log)
+	}
+	var sum int
+	for _, a := range d.Allocate {
+		sum += popcount(a.Mask)
+	}
+	if sum != 16 {
+		t.Fatalf("allocated %d ways, want 2 × 8", sum)
+	}
+}
+
+func popcount(x uint64) int {
+	n := 0
+	for ; x != 0; x &= x - 1 {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,210 @@
+package lfocplus
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"colo/machine"
+	"colo/policy"
+	"colo/policy/ctlsched"
+	"colo/sched"
+)
+
+func init() { sched.Register("lfoc+", NewScheduler) }
+
+// Scheduler runs one LFOC+ controller per LLC domain (socket) behind sched.Scheduler.
+// Jobs are placed FIFO on the socket with the most free cores; each tick the latest
+// collector sample of every running job is fed to its socket's controller, whose masks
+// become allocations (system/default keeps the full mask: every job has its own group).
+// Sampling steps advance once per collector sample, so a short data frequency (e.g. 50 ms)
+// makes sampling mode short, as in the paper.
+//
+// scheduler.options (prefix "lfoc+." allowed, see ctlsched.Scoped): period_t (s, 0.5),
+// sampling_instructions (10e6), fairness_instructions (100e6), warmup_intervals (3),
+// early_stop_llcmpkc (0.5), high_llcmpkc (10), low_llcmpkc (3), phase_window (4),
+// streaming_llcmpkc (Table 1's 10; PBBCache uses 14), partition (lfoc+ | lfoc).
+type Scheduler struct {
+	m        *machine.Profile
+	ctl      []*Controller
+	socketOf map[int]int
+	lastSeen map[int]*sched.Sample
+	applied  map[int]uint64
+	pending  map[int]time.Duration
+	mba      int
+}
+
+// NewScheduler is the sched.Factory of "lfoc+".
+func NewScheduler(env sched.Env) (sched.Scheduler, error) {
+	m := env.Machine
+	if m.LLC.DomainsPerSocket != 1 {
+		return nil, fmt.Errorf("lfoc+: machine %s has %d LLC domains per socket; this scheduler manages one LLC per socket", m.Name, m.LLC.DomainsPerSocket)
+	}
+	opt := DefaultOptions(m.LLC.Ways, float64(m.BytesPerWay()))
+	o := ctlsched.Scoped(env.Config.Options, "lfoc+.")
+	for _, k := range ctlsched.Keys(o) {
+		v := o[k]
+		if k == "partition" {
+			switch v {
+			case "lfoc+":
+				opt.Partition = policy.LFOCPlus
+			case "lfoc":
+				opt.Partition = func(c []policy.Class, cu []policy.AppCurves, w int, p policy.LFOCParams) ([]policy.Cluster, error) {
+					return policy.LFOCClusters(false, c, cu, w, p)
+				}
+			default:
+				return nil, fmt.Errorf("lfoc+: scheduler.options.partition = %v: use lfoc+ or lfoc", v)
+			}
+			continue
+		}
+		f, err := ctlsched.Number("lfoc+", k, v)
+		if err != nil {
+			return nil, err
+		}
+		switch k {
+		case "period_t":
+			opt.Period = time.Duration(f * float64(time.Second))
+		case "sampling_instructions":
+			opt.SamplingInstructions = f
+		case "fairness_instructions":
+			opt.FairnessInstructions = f
+		case "warmup_intervals":
+			opt.WarmupIntervals, err = ctlsched.Whole("lfoc+", k, v)
+		case "early_stop_llcmpkc":
+			opt.EarlyStopLLCMPKC = f
+		case "high_llcmpkc":
+			opt.HighLLCMPKC = f
+		case "low_llcmpkc":
+			opt.LowLLCMPKC = f
+		case "phase_window":
+			opt.PhaseWindow, err = ctlsched.Whole("lfoc+", k, v)
+		case "streaming_llcmpkc":
+			opt.Thresholds.StreamingLLCMPKC = f
+		default:
+			return nil, fmt.Errorf("lfoc+: unknown scheduler.options key %q (known: period_t, sampling_instructions, fairness_instructions, warmup_intervals, early_stop_llcmpkc, high_llcmpkc, low_llcmpkc, phase_window, streaming_llcmpkc, partition)", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	s := &Scheduler{m: m, socketOf: map[int]int{}, lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pending: map[int]time.Duration{}}
+	for i := 0; i < m.Sockets; i++ {
+		c, err := New(opt)
+		if err != nil {
+			return nil, err
+		}
+		s.ctl = append(s.ctl, c)
+	}
+	if m.MBA != nil {
+		s.mba = m.MBA.Max
+	}
+	return s, nil
+}
+
+// Name implements sched.Scheduler.
+func (s *Scheduler) Name() string { return "lfoc+" }
+
+// Controller returns a socket's controller.
+func (s *Scheduler) Controller(socket int) *Controller { return s.ctl[socket] }
+
+func (s *Scheduler) forget(id int) {
+	sock, ok := s.socketOf[id]
+	if !ok {
+		return
+	}
+	_ = s.ctl[sock].Remove(strconv.Itoa(id))
+	delete(s.socketOf, id)
+	delete(s.lastSeen, id)
+	delete(s.applied, id)
+	delete(s.pending, id)
+}
+
+// Tick implements sched.Scheduler.
+func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
+	var d sched.Decisions
+	for _, id := range obs.Finished {
+		s.forget(id)
+	}
+	running := map[int]bool{}
+	for _, r := range obs.Running {
+		running[r.ID] = true
+		delete(s.pending, r.ID)
+	}
+	var gone []int
+	for id := range s.socketOf {
+		if !running[id] && s.pending[id] < obs.Now {
+			gone = append(gone, id)
+		}
+	}
+	sort.Ints(gone)
+	for _, id := range gone {
+		s.forget(id)
+	}
+	free := ctlsched.CopyFree(obs.FreeCPUs)
+	for _, j := range obs.Queue {
+		if why := sched.NeverFits(j, s.m); why != "" {
+			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: why})
+			continue
+		}
+		socks := ctlsched.Sockets(j, free)
+		if len(socks) == 0 {
+			break
+		}
+		best := socks[0]
+		if err := s.ctl[best].Add(strconv.Itoa(j.ID)); err != nil {
+			d.Log = append(d.Log, "lfoc+: "+err.Error())
+			break
+		}
+		ctlsched.Take(j, best, free)
+		s.socketOf[j.ID] = best
+		s.pending[j.ID] = obs.Now
+		d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: best})
+	}
+	samples := make([][]Sample, len(s.ctl))
+	for _, r := range obs.Running {
+		sock, ok := s.socketOf[r.ID]
+		if !ok || r.Last == nil || r.Last == s.lastSeen[r.ID] {
+			continue
+		}
+		s.lastSeen[r.ID] = r.Last
+		l := r.Last
+		samples[sock] = append(samples[sock], Sample{ID: strconv.Itoa(r.ID), Instructions: l.Instructions,
+			Cycles: l.Cycles, LLCMisses: l.LLCMisses, OccupancyBytes: l.LLCOccupancy})
+	}
+	for sock, c := range s.ctl {
+		dec, ok, err := c.Step(obs.Now, samples[sock])
+		if err != nil {
+			d.Log = append(d.Log, "lfoc+: "+err.Error())
+			continue
+		}
+		if !ok {
+			continue
+		}
+		d.ConsolidatedWays += dec.MovedWays
+		for _, e := range dec.Events {
+			if e.Kind != "sample-step" {
+				d.Log = append(d.Log, fmt.Sprintf("lfoc+: %s %s %s", e.Kind, e.ID, e.Text))
+			}
+		}
+		ids := make([]string, 0, len(dec.Masks))
+		for id := range dec.Masks {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, sid := range ids {
+			id, _ := strconv.Atoi(sid)
+			m := dec.Masks[sid]
+			if s.applied[id] == m {
+				continue
+			}
+			s.applied[id] = m
+			d.Allocate = append(d.Allocate, sched.Allocation{Job: id, Socket: sock, Mask: m, MBA: s.mba, Reason: "lfoc+-" + dec.Mode.String()})
+		}
+		if d.DefaultMask == nil {
+			d.DefaultMask = map[int]uint64{}
+		}
+		d.DefaultMask[sock] = s.m.FullMask()
+	}
+	return d
+}
