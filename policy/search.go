@@ -390,13 +390,13 @@ type searchState struct {
 	fast bool // no bandwidth model: leaves are scored from the tables
 	// refine enables the per-node STP bound with a Morad-based model (refineSTP).
 	refine bool
-	xmin   []float64  // each application's smallest demand / B
+	xmin   []float64 // each application's smallest demand / B
 	// xminUpTo[i][r] is application i's smallest demand (MB/s) at any share f ≤ r ways.
 	xminUpTo [][]float64
-	levels []stpLevel // increasing U; levels[0] is the global U_min (s.bnd)
-	mu     sync.Mutex
-	best   []choice // incumbent, nil if none
-	bu, bs float64
+	levels   []stpLevel // increasing U; levels[0] is the global U_min (s.bnd)
+	mu       sync.Mutex
+	best     []choice // incumbent, nil if none
+	bu, bs   float64
 	// incumbent objective for lock-free pruning (bits of float64)
 	incU, incS atomic.Uint64
 	err        error
