@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"colo/machine"
 	"colo/metric"
 	"colo/probe"
+	"colo/resctrl"
 	"colo/sched"
 )
 
@@ -660,7 +662,7 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 			continue
 		}
 		if j.probe != nil && a.Reason != "probe-buffer" {
-			if a.Mask != 0 && sched.Ways(a.Mask) == sched.Ways(j.probe.req.Buffer) {
+			if a.Mask != 0 && bits.OnesCount64(a.Mask) == bits.OnesCount64(j.probe.req.Buffer) {
 				// consolidation moved the probe's buffer: follow it and restart the
 				// current segment (the job lost its cached lines)
 				j.probe.req.Buffer = a.Mask
@@ -729,7 +731,7 @@ func largestRun(v uint64, ways int) uint64 {
 			cur = 0
 		}
 	}
-	return sched.RunMask(bestStart, best)
+	return resctrl.Contiguous(bestStart, best)
 }
 
 func (r *runner) updateDefaults(explicit map[int]uint64) {
@@ -853,7 +855,7 @@ func (r *runner) endProbe(j *rjob) {
 	if !p.sweep.Done() {
 		p.sweep.Fail("ended early")
 	}
-	res := p.sweep.Result(sched.Ways(p.req.Buffer), p.req.MaxMBA)
+	res := p.sweep.Result(bits.OnesCount64(p.req.Buffer), p.req.MaxMBA)
 	if res.Err != "" {
 		r.res.ProbesFailed++
 		r.event("probe-failed", j.spec.ID, res.Err)
