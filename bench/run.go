@@ -5,8 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"colo/machine"
@@ -146,16 +144,8 @@ func (r *runner) recordJob(j *rjob) {
 		model = j.spec.Image
 	}
 	r.fail(r.rec.Job(JobRecord{ID: j.spec.ID, Name: j.spec.Name, Kind: j.spec.Kind, Model: model,
-		Priority: j.spec.Priority, IPCETarget: tgt, Cores: j.spec.Cores, CoreList: cpuList(j.cpus),
+		Priority: j.spec.Priority, IPCETarget: tgt, Cores: j.spec.Cores, CoreList: machine.FormatCPUList(j.cpus),
 		Socket: j.socket, Arrival: j.spec.Arrival, Start: j.start, Stop: j.stop, State: j.state, Reason: j.reason}))
-}
-
-func cpuList(cpus []int) string {
-	s := make([]string, len(cpus))
-	for i, c := range cpus {
-		s[i] = strconv.Itoa(c)
-	}
-	return strings.Join(s, ",")
 }
 
 // Run replays the benchmark's trace on pf under sch until max_t (or until every job has
@@ -524,7 +514,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		if j.spec.StopAt > 0 && j.end > j.spec.StopAt {
 			j.end = j.spec.StopAt
 		}
-		r.event("place", j.spec.ID, fmt.Sprintf("socket %d cores %s", p.Socket, cpuList(cpus)))
+		r.event("place", j.spec.ID, fmt.Sprintf("socket %d cores %s", p.Socket, machine.FormatCPUList(cpus)))
 		r.recordJob(j)
 	}
 	migratedHeld := false

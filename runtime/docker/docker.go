@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"colo/machine"
 	rt "colo/runtime"
 )
 
@@ -304,7 +305,7 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 
 // SetCpuset implements runtime.Runtime (docker update --cpuset-cpus).
 func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
-	if _, err := rt.ParseCPUList(cpus); err != nil {
+	if _, err := machine.ParseCPUList(cpus); err != nil {
 		return err
 	}
 	_, err := r.cli.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{CpusetCpus: cpus}})
