@@ -101,28 +101,17 @@ func Summarize(r *Result, wall time.Duration) Summary {
 			obs += j.Duration.Seconds()
 		}
 	}
-	s.PriorityIPCE = 100 * mean(prio)
-	s.BatchIPCE = 100 * mean(batch)
-	s.GlobalIPCE = 100 * mean(all)
+	s.PriorityIPCE = 100 * metric.Mean(prio)
+	s.BatchIPCE = 100 * metric.Mean(batch)
+	s.GlobalIPCE = 100 * metric.Mean(all)
 	s.TimeOverTarget = math.NaN()
 	if obs > 0 {
 		s.TimeOverTarget = met / obs
 	}
 	s.TimeOverTargetP90 = metric.Percentile(tot, 90)
-	s.QueueDelayMean = mean(delays)
+	s.QueueDelayMean = metric.Mean(delays)
 	s.QueueDelayP90 = metric.Percentile(delays, 90)
 	return s
-}
-
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	t := 0.0
-	for _, x := range xs {
-		t += x
-	}
-	return t / float64(len(xs))
 }
 
 // RelativeChange is (x − base)/base × 100, the thesis's "improvement / penalty" of an IPCE
