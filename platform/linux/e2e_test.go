@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"colo/bench"
+	"colo/internal/testenv"
 	_ "colo/policy/dcat" // static-cat, the example's scheduler (colo registers it too)
 	"colo/resctrl/emu"
 )
@@ -29,12 +30,7 @@ func procExists(pid int) bool {
 // mountEmulator mounts the validating resctrl emulator through FUSE.
 func mountEmulator(t *testing.T) (*emu.Emulator, string) {
 	t.Helper()
-	if err := emu.FUSEAvailable(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the end-to-end test must run in CI: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	testenv.Need(t, "FUSE (apt-get install fuse3; scripts/setup.sh installs it)", emu.FUSEAvailable())
 	e, err := emu.NewNamed("intel", emu.Options{PIDExists: procExists})
 	if err != nil {
 		t.Fatal(err)
