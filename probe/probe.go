@@ -150,16 +150,15 @@ type Result struct {
 
 // Sweep runs one allocation probe.
 type Sweep struct {
-	cfg     Config
-	target  float64 // absolute IPCE target (fraction), 0 = none
-	combos  []Combo
-	next    int
-	segs    []Segment
-	done    bool
-	err     string
-	pick    int // index into segs of the result, -1 = none
-	thresh  float64
-	stopped bool // early stop triggered
+	cfg    Config
+	target float64 // absolute IPCE target (fraction), 0 = none
+	combos []Combo
+	next   int
+	segs   []Segment
+	done   bool
+	err    string
+	pick   int // index into segs of the result, -1 = none
+	thresh float64
 }
 
 // NewSweep starts a sweep. target is the job's IPCE target as a fraction (0 when the job
