@@ -491,7 +491,8 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 		{Type: R, Config: 0x40004a3}:                              1.0e9, // cycle_activity.stalls_total (Ice Lake-SP)
 		{Type: R, Config: 0x60006a3}:                              0.4e9, // cycle_activity.stalls_l3_miss
 	}, 0.25)
-	bm := parseBench(t, smokeYAML)
+	// 2 s per job: ~18 samples each at 100 ms, of which 5 are needed
+	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
 	o := e.options(nil)
 	o.PerfSys, o.Microarch = pmu, "icelake-sp"
 	pf, err := New(bm, o)
