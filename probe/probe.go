@@ -12,6 +12,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"colo/metric"
 )
 
 // Config is the prober block of the benchmark YAML (thesis Listing 4.16; the evaluation
@@ -117,18 +119,11 @@ func TrimmedMean(xs []float64, drop int) float64 {
 			s = append(s, x)
 		}
 	}
-	if len(s) == 0 {
-		return math.NaN()
-	}
 	sort.Float64s(s)
 	if drop > 0 && len(s) > 2*drop {
 		s = s[drop : len(s)-drop]
 	}
-	sum := 0.0
-	for _, x := range s {
-		sum += x
-	}
-	return sum / float64(len(s))
+	return metric.Mean(s)
 }
 
 // Segment is one measured combination.
