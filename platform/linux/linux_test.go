@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -251,7 +252,9 @@ func TestAllocationsAndCPUTime(t *testing.T) {
 	if err := pf.SetAllocation(js.ID, 0, 0xf0, 50); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := rdt.Tasks("colo.j0"); len(got) != len(tids)-1 {
+	// The Go runtime in the container may start threads meanwhile: those move too, so
+	// the class must hold every listed thread but the vanished one (and may hold more).
+	if got, _ := rdt.Tasks("colo.j0"); slices.Contains(got, tids[0]) || !containsAll(got, tids[1:]) {
 		t.Errorf("class has %v, want every thread but the vanished %d of %v", got, tids[0], tids)
 	}
 	if n := pf.Notes()[before:]; len(n) != 0 {
@@ -543,4 +546,13 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 	if k := pmu.OpenFDs(); k != 0 {
 		t.Errorf("%d perf descriptors left open", k)
 	}
+}
+
+func containsAll(have, want []int) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
 }
