@@ -10,7 +10,6 @@ import (
 	"colo/machine"
 	"colo/metric"
 	"colo/probe"
-	"colo/resctrl"
 	"colo/sched"
 )
 
@@ -694,34 +693,19 @@ func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[
 		}
 	}
 	if !m.CAT.SparseMasks {
+		// A CPU without sparse-mask support (Intel) accepts only contiguous masks:
+		// system/default gets the longest contiguous stretch of ways no group holds
+		// (ties: the highest; the reserve at the top ways guarantees one exists); free
+		// ways outside it are lost to outer fragmentation until a consolidation
+		// (seed000.md §6 item 5).
 		for s, v := range out {
-			out[s] = largestRun(v, m.LLC.Ways)
+			out[s] = sched.LongestRun(v, m.LLC.Ways)
 		}
 	}
 	for s, v := range explicit {
 		out[s] = v
 	}
 	return out
-}
-
-// largestRun keeps the longest run of set bits of v (ties: the highest), because a CPU
-// without sparse-mask support (Intel) accepts only contiguous masks: system/default gets
-// the largest contiguous stretch of ways no group holds (the reserve at the top ways
-// guarantees one exists); free ways outside it are lost to outer fragmentation until a
-// consolidation (seed000.md §6 item 5).
-func largestRun(v uint64, ways int) uint64 {
-	best, bestStart, cur := 0, 0, 0
-	for i := 0; i < ways; i++ {
-		if v&(1<<uint(i)) != 0 {
-			cur++
-			if cur >= best {
-				best, bestStart = cur, i-cur+1
-			}
-		} else {
-			cur = 0
-		}
-	}
-	return resctrl.Contiguous(bestStart, best)
 }
 
 func (r *runner) updateDefaults(explicit map[int]uint64) {

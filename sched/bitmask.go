@@ -14,17 +14,23 @@ import (
 // cbm_validate, which rejects 0 through min_cbm_bits instead; anchors.md §4.4).
 
 // LargestRun is the length of the longest run of set bits among the low totalWays bits.
-func LargestRun(m uint64, totalWays int) int {
-	best, cur := 0, 0
+func LargestRun(m uint64, totalWays int) int { return bits.OnesCount64(LongestRun(m, totalWays)) }
+
+// LongestRun is the longest run of set bits among the low totalWays bits, as a mask; on a
+// tie the highest run wins (0 for an empty mask).
+func LongestRun(m uint64, totalWays int) uint64 {
+	best, bestStart, cur := 0, 0, 0
 	for i := 0; i < totalWays; i++ {
 		if m&(1<<uint(i)) != 0 {
 			cur++
-			best = max(best, cur)
+			if cur >= best {
+				best, bestStart = cur, i-cur+1
+			}
 		} else {
 			cur = 0
 		}
 	}
-	return best
+	return resctrl.Contiguous(bestStart, best)
 }
 
 // Low is the lowest way of m (−1 for an empty mask).
