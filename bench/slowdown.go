@@ -38,8 +38,8 @@ type JobSlowdown struct {
 }
 
 // ipcRecorder sums instructions and cycles per job and counts reconfigurations: the
-// distinct times at which the scheduler changed an allocation or moved a job (one tick that
-// resizes several groups is one reconfiguration).
+// distinct times at which the scheduler changed an allocation, moved or re-pinned a job or
+// changed its CPU quota (one tick that resizes several groups is one reconfiguration).
 type ipcRecorder struct {
 	Discard
 	instr, cycles map[int]float64
@@ -72,7 +72,7 @@ func (r *ipcRecorder) Allocation(a AllocationRecord) error {
 }
 
 func (r *ipcRecorder) Event(e EventRecord) error {
-	if e.Kind == "migrate" {
+	if e.Kind == "migrate" || e.Kind == "repin" || e.Kind == "quota" {
 		r.mark(e.T)
 	}
 	return nil
