@@ -79,7 +79,8 @@ func (r *ipcRecorder) Event(e EventRecord) error {
 }
 
 // RunScheduler runs bm under the named scheduler (or Shared) on a fresh platform with
-// counters on, recording into rec. Scheduler options the scheduler rejects are a bad-input
+// counters on, recording into rec (nil: discard). The scheduler is built for the
+// platform's machine. Scheduler options the scheduler rejects are a bad-input
 // *Error naming bm's file.
 func RunScheduler(bm *Benchmark, name string, rec Recorder) (*Result, error) {
 	b := *bm
@@ -97,7 +98,8 @@ func RunScheduler(bm *Benchmark, name string, rec Recorder) (*Result, error) {
 		return nil, err
 	}
 	defer pf.Close()
-	s, err := sched.New(impl, sched.Env{Machine: b.Machine, Config: b.Sched})
+	// the platform's machine, as in RunAll: on linux it is the detected host
+	s, err := sched.New(impl, sched.Env{Machine: pf.Machine(), Config: b.Sched, IPCEUnavailable: IPCEUnavailable(pf)})
 	if err != nil {
 		return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 	}

@@ -62,3 +62,22 @@ func TestCompareSlowdowns(t *testing.T) {
 		t.Errorf("dynamic row %+v, want STP %v, worst %v, some reconfigurations", dy, want, s["flat"])
 	}
 }
+
+// RunScheduler, like RunAll, builds the scheduler for the platform's machine (linux
+// detects the host), not the YAML's: the 20-core job fits test-host's 20-core socket.
+func TestRunSchedulerUsesThePlatformsMachine(t *testing.T) {
+	bm, err := parse(t, wideJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm.Platform = "test-host"
+	for _, name := range []string{Shared, "dynamic"} {
+		res, err := RunScheduler(bm, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := Summarize(res, 0); s.JobsCompleted != 1 || s.JobsRejected != 0 {
+			t.Errorf("%s: completed %d rejected %d; the 20-core job fits the platform's socket", name, s.JobsCompleted, s.JobsRejected)
+		}
+	}
+}
