@@ -191,6 +191,17 @@ func (p *page) summary(runs []*runData) {
 			s.JobsCompleted, s.JobsRejected, pct(s.QueueDelayMean), pct(s.QueueDelayP90), pct(s.VirtualSeconds), frac(s.WallSeconds), r.nSamples)
 	}
 	p.body.WriteString(`</table>`)
+	// Notes: what a run could not do on its platform (e.g. no IPCE without a PMU).
+	for _, r := range runs {
+		if len(r.sum.Notes) == 0 {
+			continue
+		}
+		fmt.Fprintf(&p.body, `<div class="warn notes" data-notes="%d"><strong>Notes for %s:</strong><ul>`, len(r.sum.Notes), esc(r.label))
+		for _, n := range r.sum.Notes {
+			fmt.Fprintf(&p.body, `<li>%s</li>`, esc(n))
+		}
+		p.body.WriteString(`</ul></div>`)
+	}
 	// Extra summary numbers (probes, consolidations, allocation errors…), one column per run.
 	keys := map[string]bool{}
 	for _, r := range runs {

@@ -13,7 +13,8 @@ import (
 
 // The orchestrator's counters (summaries.extra) appear in "More summary numbers" with
 // their values per scheduler and their meaning, known keys in a fixed order before
-// unknown ones; the run section counts jobs per state, not-started included.
+// unknown ones; a run's notes are listed (escaped) under the table; the run section
+// counts jobs per state, not-started included.
 func TestSummaryExtrasAndStates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	st, err := store.Create(dir, store.Meta{Name: "extras", Machine: "icx-4314-2s", Platform: "sim"})
@@ -41,7 +42,11 @@ func TestSummaryExtrasAndStates(t *testing.T) {
 			OccupancyBytes: math.NaN(), MemBytesLocal: math.NaN(), MemBytesTotal: math.NaN()}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Finish(store.Summary{Name: sched, JobsCompleted: 2, Extra: extras[i]}); err != nil {
+		var notes []string
+		if i == 1 {
+			notes = []string{"IPC/IPCE unavailable on this platform (no PMU) <b>"}
+		}
+		if err := w.Finish(store.Summary{Name: sched, JobsCompleted: 2, Extra: extras[i], Notes: notes}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,6 +79,10 @@ func TestSummaryExtrasAndStates(t *testing.T) {
 	}
 	if strings.Join(keys, ",") != "jobs_queued_at_end,jobs_not_started,reprobes,migrations,zz_custom" {
 		t.Errorf("row order %v", keys)
+	}
+	if !strings.Contains(html, `<div class="warn notes" data-notes="1"><strong>Notes for dynamic:</strong><ul><li>IPC/IPCE unavailable on this platform (no PMU) &lt;b&gt;</li></ul></div>`) ||
+		strings.Count(html, `class="warn notes"`) != 1 {
+		t.Error("the dynamic run's note is not shown once, escaped")
 	}
 	if n := strings.Count(html, "6 jobs (0 priority; 2 completed, 1 killed, 1 queued, 2 not-started)"); n != 2 {
 		t.Errorf("job state counts shown %d times, want once per scheduler", n)

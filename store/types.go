@@ -184,4 +184,7 @@ type Summary struct {
 	VirtualSeconds    float64            `json:"virtual_seconds"`
 	WallSeconds       float64            `json:"wall_seconds"`
 	Extra             map[string]float64 `json:"extra,omitempty"`
+	// Notes say what the run could not do on its platform (e.g. IPCE unavailable); the
+	// key is absent when there is nothing to say.
+	Notes []string `json:"notes,omitempty"`
 }
