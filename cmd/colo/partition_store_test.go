@@ -273,3 +273,26 @@ func checkScatterInChromium(t *testing.T, html string, pols []string, nwl int) {
 		t.Errorf("page problems: %v", problems)
 	}
 }
+
+// --out naming a directory that already holds a run is bad input (exit code 2) that says
+// what to do, and the existing run is left untouched.
+func TestPartitionOutExistingRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "part")
+	args := []string{"partition", "--workload", readmeWorkload, "--policy", "ucp", "--format", "json", "--progress", "off", "--out", dir}
+	if _, stderr, err := runSplit(t, args...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, store.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runSplit(t, args...)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "choose a new --out directory") {
+		t.Fatalf("second --out into %s: %v, want bad input naming the fix", dir, err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, store.ManifestFile))
+	if !bytes.Equal(before, after) {
+		t.Error("the existing run's manifest changed")
+	}
+}
