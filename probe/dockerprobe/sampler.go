@@ -1,0 +1,200 @@
+package dockerprobe
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"colo/perf"
+	"colo/probe"
+	rt "colo/runtime"
+	"colo/runtime/docker"
+)
+
+// sampler implements probe.Sampler for the target container.
+//
+// In PMU mode Sample returns the cgroup's instruction, cycle and stall deltas. In rate
+// mode a goroutine reads the target's interval lines (cumulative work) and, as each line
+// arrives, the cgroup's cumulative CPU time; Sample returns the change of that (work, CPU)
+// pair since the previous Sample, encoded as CounterSample{Instructions: work, Cycles: CPU
+// ns} so the state machine's per-sample IPC is the work per CPU ns (rateSample). Pairing
+// the two at the line's arrival keeps work and CPU time over the same span; Sample waits
+// for a new line when none arrived since the last call.
+type sampler struct {
+	metric, why string
+	unit        string
+	counter     *perf.Counter // open in every mode but ModeNone
+	hw          bool
+	cgCPU       *rt.CPUTime // ModeNone: cgroup CPU time
+
+	mu         sync.Mutex
+	work, cpu  float64 // latest pair (cumulative)
+	cpuTotal   float64 // task-clock accumulated from perf deltas
+	seq        int
+	usedWork   float64
+	usedCPU    float64
+	usedSeq    int
+	ended      error
+	notify     chan struct{}
+	closeLogs  func()
+	firstLine  chan struct{}
+	firstOnce  sync.Once
+	waitNewMax time.Duration
+}
+
+func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup, cpu int) (*sampler, error) {
+	s := &sampler{notify: make(chan struct{}, 1), firstLine: make(chan struct{}), waitNewMax: 5 * time.Second}
+	c, err := perf.OpenCgroup(cg.PerfEventDir(), []int{cpu}, perf.Options{Quiet: true})
+	if err != nil {
+		return nil, err
+	}
+	switch c.Mode() {
+	case perf.ModeHardware:
+		s.counter, s.hw = c, true
+		if slices.Contains(c.Events(), perf.StallsTotal) {
+			s.metric, s.why = MetricIPCE, "hardware PMU with cycle_activity.stalls_total: IPCE as in the thesis"
+		} else {
+			s.metric, s.why = MetricIPC, "hardware PMU without the stall events: IPC"
+		}
+	case perf.ModeSoftware:
+		s.counter = c
+		s.metric, s.why = MetricCPURate, "no hardware PMU ("+c.Reason()+"): the target's work per CPU second, CPU time from perf task-clock of its cgroup"
+	default:
+		c.Close()
+		if s.cgCPU, err = rt.OpenCPUTime(cg); err != nil {
+			return nil, err
+		}
+		s.metric, s.why = MetricCPURate, "perf events not permitted ("+c.Reason()+"): the target's work per CPU second, CPU time from the cgroup's accounting"
+	}
+	lines, closeLogs, err := follow(ctx, r, id)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.closeLogs = closeLogs
+	go func() {
+		for rep := range lines {
+			var cpuNs float64
+			var cerr error
+			if !s.hw {
+				cpuNs, cerr = s.readCPU()
+			}
+			s.mu.Lock()
+			if cerr != nil && s.ended == nil {
+				s.ended = cerr
+			}
+			s.work, s.cpu, s.unit = rep.Work, cpuNs, rep.Unit
+			s.seq++
+			s.mu.Unlock()
+			s.firstOnce.Do(func() { close(s.firstLine) })
+			select {
+			case s.notify <- struct{}{}:
+			default:
+			}
+		}
+		s.mu.Lock()
+		if s.ended == nil {
+			s.ended = fmt.Errorf("the target stopped printing its progress (exited?)")
+		}
+		s.mu.Unlock()
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
+	}()
+	return s, nil
+}
+
+// readCPU returns the target's cumulative CPU ns (only the log goroutine calls it).
+func (s *sampler) readCPU() (float64, error) {
+	if s.cgCPU != nil {
+		v, err := s.cgCPU.Read()
+		return float64(v), err
+	}
+	smp, err := s.counter.Sample()
+	if err != nil {
+		return 0, err
+	}
+	if d, ok := smp.Get(perf.TaskClock); ok {
+		s.cpuTotal += d
+	}
+	return s.cpuTotal, nil
+}
+
+// waitFirst blocks until the target printed its first interval line (its working set is
+// allocated and it runs).
+func (s *sampler) waitFirst(ctx context.Context, max time.Duration) error {
+	select {
+	case <-s.firstLine:
+		return nil
+	case <-s.notify:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.ended != nil {
+			return s.ended
+		}
+		return nil
+	case <-time.After(max):
+		return fmt.Errorf("the target printed no progress line in %v", max)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Sample implements probe.Sampler.
+func (s *sampler) Sample() (probe.CounterSample, error) {
+	if s.hw {
+		smp, err := s.counter.Sample()
+		if err != nil {
+			return probe.CounterSample{}, err
+		}
+		i, _ := smp.Get(perf.Instructions)
+		c, _ := smp.Get(perf.Cycles)
+		st, _ := smp.Get(perf.StallsTotal)
+		return probe.CounterSample{Instructions: i, Cycles: c, StallCycles: st}, nil
+	}
+	deadline := time.After(s.waitNewMax)
+	for {
+		s.mu.Lock()
+		if s.ended != nil {
+			err := s.ended
+			s.mu.Unlock()
+			return probe.CounterSample{}, err
+		}
+		if s.seq != s.usedSeq && s.cpu > s.usedCPU {
+			out := rateSample(s.work-s.usedWork, s.cpu-s.usedCPU)
+			s.usedWork, s.usedCPU, s.usedSeq = s.work, s.cpu, s.seq
+			s.mu.Unlock()
+			return out, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.notify:
+		case <-deadline:
+			return probe.CounterSample{}, fmt.Errorf("the target printed no progress with CPU time for %v", s.waitNewMax)
+		}
+	}
+}
+
+// rateSample encodes the target's progress over one sample for the probe's state machine:
+// work done as instructions and CPU ns as cycles, so metric.IPC of the sample is the work
+// per CPU ns and ς on it is the thesis's Eq. 3.5 on the work rate per CPU time. No stall
+// count exists, so StallCycles stays 0 and the state machine's IPCE/stalled vectors carry
+// no information on this path (Run does not report them).
+func rateSample(work, cpuNs float64) probe.CounterSample {
+	return probe.CounterSample{Instructions: work, Cycles: cpuNs}
+}
+
+func (s *sampler) close() {
+	if s.closeLogs != nil {
+		s.closeLogs()
+	}
+	if s.counter != nil {
+		s.counter.Close()
+	}
+	if s.cgCPU != nil {
+		s.cgCPU.Close()
+	}
+}
