@@ -103,7 +103,7 @@ without it there is no isolation.`,
 					return err
 				}
 				out = probeOutput{Metric: dockerprobe.MetricIPCE, Why: "simulated counters (IPCE as in the thesis)",
-					Isolation: "none (target and neighbour share the socket's LLC and bandwidth)",
+					Isolation:   "none (target and neighbour share the socket's LLC and bandwidth)",
 					Sensitivity: r.IPCE, Base: r.Base.IPCE, Samples: []int{r.Base.Samples}, Detail: r}
 				if isolated {
 					out.Isolation = fmt.Sprintf("CLOS 1: %d lowest ways, MBA %d %%", ways, mba)
