@@ -49,7 +49,7 @@ func newPartition(root, name string, ways, mba int) (*partition, error) {
 	if !ok {
 		return nil, fmt.Errorf("resctrl at %s: the default group's schemata has no %s line", root, res)
 	}
-	p := &partition{a: a, path: resctrl.DefaultPrefix + "probe-" + strings.TrimPrefix(name, "colo-"), ways: ways, mba: mba,
+	p := &partition{a: a, path: resctrl.DefaultPrefix + strings.TrimPrefix(name, "colo-"), ways: ways, mba: mba,
 		mbaSet: in.Resource("MB") != nil}
 	for _, v := range line.Values {
 		p.domains = append(p.domains, v.Domain)
