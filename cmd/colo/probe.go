@@ -135,7 +135,8 @@ without it there is no isolation.`,
 					}
 					dc.NeighbourCPUs = l
 				}
-				ctx := cmd.Context()
+				ctx, cancel := signalContext(cmd) // Ctrl-C still removes the containers
+				defer cancel()
 				d, err := docker.New(ctx, docker.Options{})
 				if err != nil {
 					return err
