@@ -202,7 +202,9 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 	if err != nil {
 		return res, err
 	}
+	s.mu.Lock()
 	res.Unit = s.unit
+	s.mu.Unlock()
 	res.Samples = append(res.Samples, pr.Base.Samples)
 	for _, l := range pr.Stressed {
 		res.Samples = append(res.Samples, l.Samples)

@@ -11,6 +11,7 @@ import (
 	"colo/probe"
 	rt "colo/runtime"
 	"colo/runtime/docker"
+	"colo/stress"
 )
 
 // sampler implements probe.Sampler for the target container.
@@ -45,7 +46,7 @@ type sampler struct {
 }
 
 func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup, cpu int) (*sampler, error) {
-	s := &sampler{notify: make(chan struct{}, 1), firstLine: make(chan struct{}), waitNewMax: 5 * time.Second}
+	s := newBare()
 	c, err := perf.OpenCgroup(cg.PerfEventDir(), []int{cpu}, perf.Options{Quiet: true})
 	if err != nil {
 		return nil, err
@@ -74,13 +75,20 @@ func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup,
 		return nil, err
 	}
 	s.closeLogs = closeLogs
+	read := s.readCPU
+	if s.hw {
+		read = func() (float64, error) { return 0, nil } // Sample reads the PMU itself
+	}
+	s.consume(lines, read)
+	return s, nil
+}
+
+// consume pairs every progress line with the CPU time read when it arrives, in a
+// goroutine, until lines is closed.
+func (s *sampler) consume(lines <-chan stress.Report, readCPU func() (float64, error)) {
 	go func() {
 		for rep := range lines {
-			var cpuNs float64
-			var cerr error
-			if !s.hw {
-				cpuNs, cerr = s.readCPU()
-			}
+			cpuNs, cerr := readCPU()
 			s.mu.Lock()
 			if cerr != nil && s.ended == nil {
 				s.ended = cerr
@@ -104,7 +112,10 @@ func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup,
 		default:
 		}
 	}()
-	return s, nil
+}
+
+func newBare() *sampler {
+	return &sampler{notify: make(chan struct{}, 1), firstLine: make(chan struct{}), waitNewMax: 5 * time.Second}
 }
 
 // readCPU returns the target's cumulative CPU ns (only the log goroutine calls it).
