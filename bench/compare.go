@@ -88,6 +88,7 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		cfg.Implementation = name
 		env := sched.Env{Machine: pf.Machine(), Config: cfg}
 		env.IPCEUnavailable = IPCEUnavailable(pf)
+		env.CPUQuotaUnavailable = CPUQuotaUnavailable(pf)
 		s, err := sched.New(name, env)
 		if err != nil {
 			pf.Close()

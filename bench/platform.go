@@ -19,6 +19,9 @@ type Counters struct {
 	LLCReferences float64
 	LLCMisses     float64
 	L1References  float64 // retired loads (dCat's l1_ref)
+	// L2Misses are requests that missed the private L2 (VP's MF); 0 where the platform
+	// has no such counter (sched.Sample.L2Misses).
+	L2Misses float64
 	// LLCOccupancy is resctrl llc_occupancy now (bytes), not cumulative.
 	LLCOccupancy float64
 	// MBMTotalBytes and MBMLocalBytes are cumulative memory traffic (mbm_*_bytes).
@@ -123,6 +126,21 @@ type CounterReporter interface {
 	// IPCEUnavailable returns "" when IPCE can be measured, else why not (and how to
 	// fix it).
 	IPCEUnavailable() string
+}
+
+// QuotaSetter is implemented by platforms that can limit a job's CPU time (the run loop
+// applies sched.QuotaChange decisions through it; elsewhere they are ignored with a warning).
+type QuotaSetter interface {
+	// SetQuota lets job id run quota ∈ (0, 1] of its cores' time (1: no limit).
+	SetQuota(id int, quota float64) error
+}
+
+// CPUQuotaUnavailable says why pf cannot apply CPU quotas, or "" when it can.
+func CPUQuotaUnavailable(pf Platform) string {
+	if _, ok := pf.(QuotaSetter); ok {
+		return ""
+	}
+	return "the platform has no CPU-quota actuator"
 }
 
 // IPCEUnavailable asks pf whether IPCE can be measured: "" when it can or when pf does

@@ -365,7 +365,8 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 		Instructions: c.Instructions - j.last.Instructions, Cycles: c.Cycles - j.last.Cycles,
 		StallsTotal: c.StallsTotal - j.last.StallsTotal, StallsL3Miss: c.StallsL3Miss - j.last.StallsL3Miss,
 		LLCReferences: c.LLCReferences - j.last.LLCReferences, LLCMisses: c.LLCMisses - j.last.LLCMisses,
-		L1References: c.L1References - j.last.L1References, LLCOccupancy: c.LLCOccupancy}
+		L1References: c.L1References - j.last.L1References, LLCOccupancy: c.LLCOccupancy,
+		L2Misses: c.L2Misses - j.last.L2Misses}
 	memTotal := c.MBMTotalBytes - j.last.MBMTotalBytes
 	d.MemBandwidthMBps = memTotal / 1e6 / d.Interval.Seconds()
 	ipce := d.IPCE()
@@ -526,9 +527,10 @@ func (r *runner) schedule(now time.Duration) bool {
 		r.recordJob(j)
 	}
 	migratedHeld := false
-	for _, mv := range d.Migrate {
+	for _, mv := range moves(d, r.m) {
 		j := r.byID[mv.Job]
-		if j == nil || j.state != StateRunning || j.socket == mv.Socket || j.probe != nil {
+		if j == nil || j.state != StateRunning || j.probe != nil || (j.socket == mv.Socket && len(mv.CPUs) == 0) ||
+			(len(mv.CPUs) > 0 && sameCPUs(mv.CPUs, j.cpus)) {
 			continue
 		}
 		old := j.cpus
@@ -536,6 +538,12 @@ func (r *runner) schedule(now time.Duration) bool {
 			delete(r.busy, c)
 		}
 		cpus, ok := r.pickCPUs(j, mv.Socket)
+		if len(mv.CPUs) > 0 {
+			if cpus, ok = r.exactCPUs(j, mv); !ok {
+				r.warnf("job %s: scheduler %s re-pinned it to cores %s, which are not %d free cores of one socket; it stays on %s",
+					j.spec.Name, r.sch.Name(), cpuList(mv.CPUs), len(old), cpuList(old))
+			}
+		}
 		if !ok {
 			for _, c := range old {
 				r.busy[c] = j.spec.ID
@@ -552,8 +560,12 @@ func (r *runner) schedule(now time.Duration) bool {
 		for _, c := range cpus {
 			r.busy[c] = j.spec.ID
 		}
-		r.res.Migrations++
-		r.event("migrate", j.spec.ID, fmt.Sprintf("socket %d -> %d", j.socket, mv.Socket))
+		if j.socket != mv.Socket {
+			r.res.Migrations++
+			r.event("migrate", j.spec.ID, fmt.Sprintf("socket %d -> %d cores %s", j.socket, mv.Socket, cpuList(cpus)))
+		} else {
+			r.event("repin", j.spec.ID, fmt.Sprintf("socket %d cores %s -> %s", j.socket, cpuList(old), cpuList(cpus)))
+		}
 		r.applied(j, 0, 0) // the job left its class on the old socket (Platform.Move)
 		j.cpus, j.socket = cpus, mv.Socket
 		if j.reserved != 0 { // the group stays behind: back to system/default
@@ -565,6 +577,7 @@ func (r *runner) schedule(now time.Duration) bool {
 	if migratedHeld && len(d.Allocate) == 0 && len(d.DefaultMask) == 0 {
 		r.updateDefaults(nil) // system/default takes back the ways the moved jobs held
 	}
+	r.applyQuotas(d.Quota)
 	r.applyAllocations(d)
 	for _, pr := range d.Probe {
 		r.startProbe(pr, now)
@@ -600,6 +613,78 @@ func (r *runner) applied(j *rjob, mask uint64, mba int) {
 	}
 	r.fail(r.rec.Allocation(rec))
 	j.appliedMask, j.appliedMBA = mask, mba
+}
+
+// moveReq is a migration (CPUs nil: the run loop picks cores) or a re-pin (exact CPUs).
+type moveReq struct {
+	Job, Socket int
+	CPUs        []int
+}
+
+// moves lists the tick's migrations, then its re-pins.
+func moves(d sched.Decisions, m *machine.Profile) []moveReq {
+	var out []moveReq
+	for _, mv := range d.Migrate {
+		out = append(out, moveReq{Job: mv.Job, Socket: mv.Socket})
+	}
+	for _, rp := range d.Repin {
+		if len(rp.CPUs) > 0 && rp.CPUs[0] >= 0 && rp.CPUs[0] < m.Cores() {
+			out = append(out, moveReq{Job: rp.Job, Socket: m.SocketOfCore(rp.CPUs[0]), CPUs: rp.CPUs})
+		}
+	}
+	return out
+}
+
+// exactCPUs checks a re-pin's cores: on one socket, free (the job's own cores are already
+// released), distinct, as many as the job has.
+func (r *runner) exactCPUs(j *rjob, mv moveReq) ([]int, bool) {
+	if len(mv.CPUs) != len(j.cpus) {
+		return nil, false
+	}
+	seen := map[int]bool{}
+	for _, c := range mv.CPUs {
+		if _, b := r.busy[c]; b || seen[c] || c < 0 || c >= r.m.Cores() || r.m.SocketOfCore(c) != mv.Socket {
+			return nil, false
+		}
+		seen[c] = true
+	}
+	return append([]int(nil), mv.CPUs...), true
+}
+
+func sameCPUs(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := map[int]bool{}
+	for _, c := range a {
+		in[c] = true
+	}
+	for _, c := range b {
+		if !in[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// applyQuotas applies the tick's CPU-quota changes through the platform (QuotaSetter).
+func (r *runner) applyQuotas(qs []sched.QuotaChange) {
+	for _, q := range qs {
+		j := r.byID[q.Job]
+		if j == nil || j.state != StateRunning {
+			continue
+		}
+		p, ok := r.pf.(QuotaSetter)
+		if !ok {
+			r.warnf("job %s: scheduler %s set a CPU quota, but %s; ignored", j.spec.Name, r.sch.Name(), CPUQuotaUnavailable(r.pf))
+			continue
+		}
+		if err := p.SetQuota(j.spec.ID, q.Quota); err != nil {
+			r.warnf("job %s: CPU quota %v: %v", j.spec.Name, q.Quota, err)
+			continue
+		}
+		r.event("quota", j.spec.ID, fmt.Sprintf("%.0f %% of its cores' time", 100*q.Quota))
+	}
 }
 
 func (r *runner) dequeue(j *rjob) {

@@ -48,6 +48,10 @@ type Sample struct {
 	LLCReferences float64
 	LLCMisses     float64
 	L1References  float64 // retired loads (dCat's l1_ref, seed003.md)
+	// L2Misses are requests that missed the private L2 (VP's MF = LLCMisses / L2Misses,
+	// seed004.md §2.1); 0 when the platform has no such counter (linux: perf has no generic
+	// L2-miss event), and then LLC references stand in (every L2 miss is one).
+	L2Misses float64
 	// LLCOccupancy is resctrl llc_occupancy in bytes at the end of the interval.
 	LLCOccupancy float64
 	// MemBandwidthMBps is the mbm_total_bytes rate over the interval (10^6 B/s).
@@ -111,6 +115,21 @@ type Migration struct {
 	Socket int
 }
 
+// Repin moves a running job to exactly the cores CPUs (free or its own, as many as it has,
+// on one socket): another core of its LLC domain, or a pinned job's move to another socket.
+// The job leaves its class of service, as a migration does.
+type Repin struct {
+	Job  int
+	CPUs []int
+}
+
+// QuotaChange sets a running job's CPU quota: the fraction of its cores' time it may run
+// (a CFS bandwidth limit; VP's CPU cap, seed004.md §2.5). 1 removes the limit.
+type QuotaChange struct {
+	Job   int
+	Quota float64
+}
+
 // Allocation sets a running job's resctrl allocation on its socket: an L3 capacity
 // bitmask and an MBA percentage. Mask 0 returns the job to system/default.
 type Allocation struct {
@@ -139,11 +158,14 @@ type Rejection struct {
 }
 
 // Decisions is what a scheduler asks the run loop to do, applied in this order:
-// rejections, placements, migrations, allocations (in slice order), probes.
+// rejections, placements, migrations, re-pins, CPU quotas, allocations (in slice order),
+// probes.
 type Decisions struct {
 	Reject   []Rejection
 	Place    []Placement
 	Migrate  []Migration
+	Repin    []Repin
+	Quota    []QuotaChange
 	Allocate []Allocation
 	Probe    []ProbeRequest
 	// DefaultMask optionally sets system/default's L3 mask per socket; when a socket is
@@ -214,6 +236,9 @@ type Env struct {
 	// PMU or no stall events: software counters only) and says why. Schedulers that
 	// need IPCE (allocation probing) must then not try.
 	IPCEUnavailable string
+	// CPUQuotaUnavailable is non-empty when the platform cannot limit a job's CPU time
+	// (QuotaChange decisions are ignored there) and says why.
+	CPUQuotaUnavailable string
 }
 
 // Factory builds a scheduler; it validates Config (including Options) and says what to fix.

@@ -247,6 +247,20 @@ func (a *Analytic) Table(p *machine.Profile, o Options) (*profile.Table, error) 
 	return profile.NewTable(a.Label, cols)
 }
 
+// L2MPKI is the L2 misses per kilo-instruction of a workload phase whose solo table is t, at
+// eff effective ways: the sim's L2-miss counter (VP's memory factor MF = L3 misses / L2
+// misses, seed004.md §2.1). Every request that misses the private L2 (demand read, RFO, code
+// fetch, L2 prefetch) is looked up in the LLC, so the L2 misses are the LLC references
+// (Intel's LONGEST_LAT_CACHE.REFERENCE counts the core requests that missed the L2):
+//
+//	L2MPKI(w) = LLCRPKI(w)
+//
+// Table workloads (FromTable) take it from the measured llcrpki column of PBBCache's
+// metrics.csv; analytic workloads (Analytic.Table) from their APKI, which is defined as the L2
+// misses reaching the LLC. On hardware the two events differ slightly in what they count
+// (the exact request types of each); the models make no such distinction.
+func L2MPKI(t *profile.Table, eff float64) float64 { return t.At(profile.LLCRPKI, eff) }
+
 // TableModel is a measured workload: a per-ways table such as a row group of PBBCache's
 // metrics.csv (profile.Set.Get). On a machine with more ways than the table, columns hold
 // their last row (profile.Interp).

@@ -84,6 +84,8 @@ type Counters struct {
 	StallsL3Miss  uint64 // cycle_activity.stalls_l3_miss
 	LLCReferences uint64
 	LLCMisses     uint64
+	// L2Misses are the requests that missed the private L2 (L2_RQSTS.MISS), see L2MPKI.
+	L2Misses      uint64
 	L1References  uint64 // retired loads: dCat's l1_ref
 	MemBytesTotal uint64 // mbm_total_bytes delta
 	MemBytesLocal uint64 // mbm_local_bytes delta (memory on the cores' socket)
@@ -111,6 +113,7 @@ const (
 	cL1
 	cMemTotal
 	cMemLocal
+	cL2
 	nCounters
 )
 
@@ -136,6 +139,7 @@ type workload struct {
 	inPhase time.Duration
 	cores   []int
 	threads float64
+	quota   float64 // CPU quota: the fraction of its cores' time it may run (SetQuota)
 	domain  int
 	socket  int
 	memNode int
@@ -155,6 +159,7 @@ type workload struct {
 	stL3    float64
 	bpi     float64 // DRAM bytes per instruction
 	rpki    float64
+	l2pki   float64
 	mpki    float64
 	demand  float64 // MB/s on the bus after MBA
 	stTm    float64 // stall fractions after MBA
@@ -300,7 +305,7 @@ func (m *Machine) AddWorkload(w Workload, cores []int) (ID, error) {
 	if err := m.checkCores(cores, nil); err != nil {
 		return 0, fmt.Errorf("workload %q: %w", w.Name, err)
 	}
-	wl := &workload{id: m.nextID, spec: w, cores: append([]int(nil), cores...), threads: float64(len(cores))}
+	wl := &workload{id: m.nextID, spec: w, cores: append([]int(nil), cores...), threads: float64(len(cores)), quota: 1}
 	for i, ph := range w.Phases {
 		if ph.Model == nil {
 			return 0, fmt.Errorf("workload %q phase %d has no model", w.Name, i)
@@ -441,6 +446,34 @@ func (m *Machine) Move(id ID, cores []int) error {
 	return nil
 }
 
+// SetQuota sets a workload's CPU quota, the fraction q ∈ (0, 1] of its cores' time it may
+// run (a CFS bandwidth quota, cpu.max = q·period per core; the Xen credit-scheduler cap of
+// seed004.md §2.5). Its threads run at full speed when they run, so per second it executes
+// q times the cycles — and the instructions, LLC insertions and memory traffic — it would
+// without the quota; its share of a contended way (Split) and its bus demand shrink alike.
+func (m *Machine) SetQuota(id ID, q float64) error {
+	w, _, err := m.find(id)
+	if err != nil {
+		return err
+	}
+	if !(q > 0 && q <= 1) {
+		return fmt.Errorf("workload %d: CPU quota %v must be in (0, 1]", id, q)
+	}
+	w.quota = q
+	return nil
+}
+
+// Quota returns a workload's CPU quota (1 unless SetQuota lowered it).
+func (m *Machine) Quota(id ID) (float64, error) {
+	w, _, err := m.find(id)
+	if err != nil {
+		return 0, err
+	}
+	return w.quota, nil
+}
+
+func (w *workload) cpus() float64 { return w.threads * w.quota }
+
 // Workloads lists the running workloads' IDs in the order Step reports them.
 func (m *Machine) Workloads() []ID {
 	out := make([]ID, len(m.wls))
@@ -527,7 +560,7 @@ func (m *Machine) rebuild() {
 // taken one at a time, exclusive ways first (fewest sharers first, then by index), and
 // way j is divided among its sharers S_j in proportion to
 //
-//	m_i = threads_i · LLCMPKC_i(min(s_i + 1, W_i)),   s_i ← s_i + m_i / Σ_{l∈S_j} m_l
+//	m_i = threads_i · quota_i · LLCMPKC_i(min(s_i + 1, W_i)),   s_i ← s_i + m_i / Σ_{l∈S_j} m_l
 //
 // (equal split if every m_i is 0). When all sharers hold the same mask this is exactly
 // perfmodel.Shares. Every way held by some mask is handed out in full, so the shares of a
@@ -553,7 +586,7 @@ func (m *Machine) Split(d int) {
 		tot := 0.0
 		for _, w := range sh {
 			c := w.phases[w.phase].mpkc
-			w.weight = w.threads * profile.Interp(c, math.Min(w.s+1, float64(len(c))))
+			w.weight = w.cpus() * profile.Interp(c, math.Min(w.s+1, float64(len(c))))
 			tot += w.weight
 		}
 		for _, w := range sh {
@@ -648,6 +681,7 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 		ipc := t.At(profile.IPC, eff)
 		w.cpiSolo = 1 / ipc
 		w.rpki = t.At(profile.LLCRPKI, eff)
+		w.l2pki = L2MPKI(t, eff)
 		w.mpki = t.At(profile.LLCMPKI, eff)
 		bw := t.At(profile.BandwidthMBps, eff) // per thread, MB/s
 		w.stT = math.Min(1, t.At(profile.StallsTotal, eff))
@@ -662,7 +696,7 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 		extra := w.cpiMBA - w.cpiSolo
 		w.stTm = (w.stT*w.cpiSolo + extra) / w.cpiMBA
 		w.stMm = (w.stM*w.cpiSolo + extra) / w.cpiMBA
-		w.demand = w.threads * bw * w.cpiSolo / w.cpiMBA
+		w.demand = w.cpus() * bw * w.cpiSolo / w.cpiMBA
 	}
 	// 5: bus contention per memory node.
 	for s := range m.busIdx {
@@ -678,7 +712,7 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 	for i, w := range m.wls {
 		pm := &w.phases[w.phase]
 		cpi := w.cpiMBA * w.busF
-		cycles := w.threads * m.clockHz * sec
+		cycles := w.cpus() * m.clockHz * sec
 		instr := cycles / cpi
 		var d [nCounters]float64
 		d[cInstr] = instr
@@ -688,6 +722,7 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 		d[cRefs] = instr * w.rpki / 1000
 		d[cMisses] = instr * w.mpki / 1000
 		d[cL1] = instr * pm.loads
+		d[cL2] = instr * w.l2pki / 1000
 		d[cMemTotal] = instr * w.bpi
 		if w.memNode == w.socket {
 			d[cMemLocal] = d[cMemTotal]
@@ -700,18 +735,27 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 		c := &m.out[i]
 		c.ID, c.Phase, c.Domain, c.Socket, c.CLOS = w.id, w.phase, w.domain, w.socket, w.clos
 		vals := [nCounters]*uint64{&c.Instructions, &c.Cycles, &c.StallCycles, &c.StallsL3Miss, &c.LLCReferences,
-			&c.LLCMisses, &c.L1References, &c.MemBytesTotal, &c.MemBytesLocal}
+			&c.LLCMisses, &c.L1References, &c.MemBytesTotal, &c.MemBytesLocal, &c.L2Misses}
 		if m.o.Noise > 0 {
+			refsF := 1.0
 			for k := range d {
-				if k != cCycles {
-					d[k] *= m.noise()
+				if k != cCycles && k != cL2 {
+					f := m.noise()
+					d[k] *= f
+					if k == cRefs {
+						refsF = f
+					}
 				}
 			}
+			// the L2 misses are the requests the LLC sees as references: one draw for both
+			// (and no extra draw, so the noise stream of the other counters is unchanged)
+			d[cL2] *= refsF
 			// noisy counts stay consistent: stalls ≤ cycles, L3 stalls ≤ stalls, misses ≤
 			// references, local ≤ total traffic
 			d[cStalls] = math.Min(d[cStalls], d[cCycles])
 			d[cStallsL3] = math.Min(d[cStallsL3], d[cStalls])
 			d[cMisses] = math.Min(d[cMisses], d[cRefs])
+			d[cMisses] = math.Min(d[cMisses], d[cL2])
 			d[cMemLocal] = math.Min(d[cMemLocal], d[cMemTotal])
 		}
 		for k := 0; k < nCounters; k++ {

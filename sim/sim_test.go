@@ -221,6 +221,7 @@ func TestTableWorkloadAloneReproducesRow(t *testing.T) {
 			c := m.Step(10 * time.Second)[0]
 			ipc := metric.IPC(float64(c.Instructions), float64(c.Cycles))
 			mpki := 1000 * float64(c.LLCMisses) / float64(c.Instructions)
+			l2mpki := 1000 * float64(c.L2Misses) / float64(c.Instructions)
 			mbps := float64(c.MemBytesTotal) / 1e6 / 10
 			stalls := float64(c.StallCycles) / float64(c.Cycles)
 			l3 := float64(c.StallsL3Miss) / float64(c.Cycles)
@@ -230,6 +231,7 @@ func TestTableWorkloadAloneReproducesRow(t *testing.T) {
 			}{
 				{"ipc", ipc, tb.Value(profile.IPC, k)},
 				{"llcmpki", mpki, tb.Value(profile.LLCMPKI, k)},
+				{"l2 misses pki (llcrpki)", l2mpki, tb.Value(profile.LLCRPKI, k)},
 				{"bandwidth_mbps", mbps, tb.Value(profile.BandwidthMBps, k)},
 				{"stalls_total", stalls, tb.Value(profile.StallsTotal, k)},
 				{"stalls_l3_miss", l3, tb.Value(profile.StallsL3Miss, k)},
@@ -495,5 +497,96 @@ func TestSimpleModelServesTheLimit(t *testing.T) {
 	}
 	if cs[12].Socket != 0 || m.wls[12].busF >= m.wls[0].busF {
 		t.Fatalf("the light tsearch (factor %.3f) must lose less than the streams (%.3f)", m.wls[12].busF, m.wls[0].busF)
+	}
+}
+
+// The L2-miss counter (VP's MF denominator): an analytic model reports its APKI as L2 misses
+// per kilo-instruction at every allocation, whatever its hit ratio (MLR's pointer chase hits
+// in 12 ways and misses in 1; MLOAD streams at any size); with noise the counter shares the
+// LLC references' draw (they are the same requests) and every LLC miss was an L2 miss.
+func TestL2MissCounter(t *testing.T) {
+	wls := []Workload{MLR(8 << 20), MLOAD(60 << 20)}
+	for _, k := range []int{1, 4, 12} {
+		m := icx(t, Options{})
+		must(t, m.SetCLOS(1, []uint64{1<<uint(k) - 1, 1<<uint(k) - 1}, nil))
+		must(t, m.Assign(add(t, m, wls[0], 0), 1))
+		must(t, m.Assign(add(t, m, wls[1], 1), 1))
+		for i := 0; i < 20; i++ {
+			m.Step(100 * time.Millisecond)
+		}
+		for i, c := range m.Step(time.Second) {
+			l2 := 1000 * float64(c.L2Misses) / float64(c.Instructions)
+			want := wls[i].Phases[0].Model.(*Analytic).APKI
+			if math.Abs(l2-want) > 1e-3*want || c.LLCMisses > c.L2Misses || c.L2Misses != c.LLCReferences {
+				t.Errorf("%d ways, %s: L2 MPKI %.4f, want APKI %.4f; misses %d, L2 misses %d, refs %d",
+					k, wls[i].Name, l2, want, c.LLCMisses, c.L2Misses, c.LLCReferences)
+			}
+		}
+	}
+	m := icx(t, Options{Seed: 3, Noise: 0.05})
+	pool32(t, m)
+	for i := 0; i < 50; i++ {
+		for _, c := range m.Step(100 * time.Millisecond) {
+			// counts are integers rounded on the cumulative sums: a delta may differ by one
+			if c.LLCMisses > c.L2Misses+1 || c.L2Misses != c.LLCReferences {
+				t.Fatalf("noisy step %d: %d LLC misses, %d L2 misses, %d references", i, c.LLCMisses, c.L2Misses, c.LLCReferences)
+			}
+		}
+	}
+}
+
+// CPU quota: a CPU-bound workload at quota q runs q of the cycles and instructions per second
+// at the same IPC; a memory hog's quota shrinks its traffic and so the bus contention it
+// causes to a bandwidth-sensitive neighbour.
+func TestCPUQuota(t *testing.T) {
+	m := icx(t, Options{})
+	id := add(t, m, CPULoop(), 0)
+	m.Step(time.Second) // its lines fill
+	full := m.Step(time.Second)[0]
+	must(t, m.SetQuota(id, 0.6))
+	if q, _ := m.Quota(id); q != 0.6 {
+		t.Fatalf("quota %v, want 0.6", q)
+	}
+	part := m.Step(time.Second)[0]
+	ipc := func(c Counters) float64 { return metric.IPC(float64(c.Instructions), float64(c.Cycles)) }
+	if r := float64(part.Cycles) / float64(full.Cycles); math.Abs(r-0.6) > 1e-6 {
+		t.Errorf("cycles at quota 0.6: %.4f of full", r)
+	}
+	if math.Abs(ipc(part)-ipc(full)) > 1e-6 {
+		t.Errorf("IPC changed with the quota: %.4f vs %.4f", ipc(part), ipc(full))
+	}
+	for _, q := range []float64{0, -0.5, 1.5, math.NaN()} {
+		if err := m.SetQuota(id, q); err == nil {
+			t.Errorf("quota %v accepted", q)
+		}
+	}
+	if err := m.SetQuota(99, 0.5); err == nil {
+		t.Error("quota of an unknown workload accepted")
+	}
+
+	victimIPC := func(q float64) (float64, float64) {
+		m := icx(t, Options{MemBWPerSocketMBps: 40000})
+		must(t, m.SetCLOS(1, []uint64{0x0ff, 0x0ff}, nil))
+		must(t, m.SetCLOS(0, []uint64{0xf00, 0xf00}, nil))
+		must(t, m.Assign(add(t, m, StressMatrix3D(256), 0), 1))
+		for i := 1; i <= 12; i++ {
+			must(t, m.SetQuota(add(t, m, MLOAD(60<<20), i), q))
+		}
+		var cs []Counters
+		for i := 0; i < 5; i++ {
+			cs = m.Step(100 * time.Millisecond)
+		}
+		bw := 0.0
+		for _, c := range cs[1:] {
+			bw += float64(c.MemBytesTotal) / 0.1 / 1e6
+		}
+		return ipc(cs[0]), bw
+	}
+	v1, bw1 := victimIPC(1)
+	v5, bw5 := victimIPC(0.5)
+	// the bus is saturated at quota 1, so halving the demand cuts the traffic by less than half
+	t.Logf("matrix-3d next to 12 MLOAD streams: IPC %.3f at quota 1 (%.0f MB/s), %.3f at quota 0.5 (%.0f MB/s)", v1, bw1, v5, bw5)
+	if !(bw5 < 0.9*bw1 && v5 > v1*1.02) {
+		t.Errorf("halving the hogs' quota should cut their traffic and relieve the victim: %.0f → %.0f MB/s, IPC %.3f → %.3f", bw1, bw5, v1, v5)
 	}
 }

@@ -108,7 +108,7 @@ func (r *ipcRecorder) Allocation(a bench.AllocationRecord) error {
 }
 
 func (r *ipcRecorder) Event(e bench.EventRecord) error {
-	if e.Kind == "migrate" {
+	if e.Kind == "migrate" || e.Kind == "repin" || e.Kind == "quota" {
 		r.mark(e.T)
 	}
 	return nil
@@ -182,7 +182,8 @@ func runWith(bm *bench.Benchmark, name string, rec bench.Recorder) (*bench.Resul
 		return nil, err
 	}
 	defer pf.Close()
-	s, err := sched.New(impl, sched.Env{Machine: b.Machine, Config: b.Sched})
+	s, err := sched.New(impl, sched.Env{Machine: b.Machine, Config: b.Sched,
+		IPCEUnavailable: bench.IPCEUnavailable(pf), CPUQuotaUnavailable: bench.CPUQuotaUnavailable(pf)})
 	if err != nil {
 		return nil, badInput(fmt.Errorf("%s: scheduler %s: %w", bm.File, name, err))
 	}

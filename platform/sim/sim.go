@@ -58,6 +58,14 @@ type job struct {
 	cpus   []int
 	group  *closGroup // nil = system/default
 	c      bench.Counters
+	q      float64 // CPU quota; 0 = none (SetQuota)
+}
+
+func (j *job) quota() float64 {
+	if j.q > 0 {
+		return j.q
+	}
+	return 1
 }
 
 // closGroup is one resctrl control group (one CLOSID). Masks are per L3 domain and a
@@ -168,6 +176,20 @@ func (p *Platform) Move(id int, cpus []int) error {
 	}
 	jb.cpus, jb.socket = append([]int(nil), cpus...), p.m.SocketOfCore(cpus[0])
 	return p.mirror()
+}
+
+// SetQuota implements bench.QuotaSetter: the job's workload runs quota of its cores' time
+// (sim.Machine.SetQuota).
+func (p *Platform) SetQuota(id int, quota float64) error {
+	jb, ok := p.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %d is not running", id)
+	}
+	if err := p.sm.SetQuota(jb.sid, quota); err != nil {
+		return err
+	}
+	jb.q = quota
+	return nil
 }
 
 // SetAllocation implements bench.Platform: the job joins a control group whose mask
@@ -409,10 +431,11 @@ func (p *Platform) Advance(t time.Duration) error {
 		jb.c.LLCReferences += float64(c.LLCReferences)
 		jb.c.LLCMisses += float64(c.LLCMisses)
 		jb.c.L1References += float64(c.L1References)
+		jb.c.L2Misses += float64(c.L2Misses)
 		jb.c.LLCOccupancy = float64(c.OccupancyBytes())
 		jb.c.MBMTotalBytes += float64(c.MemBytesTotal)
 		jb.c.MBMLocalBytes += float64(c.MemBytesLocal)
-		jb.c.CPUTime += (t - now) * time.Duration(len(jb.cpus))
+		jb.c.CPUTime += time.Duration(float64(t-now) * float64(len(jb.cpus)) * jb.quota())
 	}
 	return nil
 }

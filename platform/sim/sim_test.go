@@ -241,3 +241,49 @@ func BenchmarkThesisHour(b *testing.B) {
 		})
 	}
 }
+
+// CPU quota and the L2-miss counter through the platform: a job at quota 0.5 runs half the
+// cycles and instructions of its twin at the same IPC and is charged half the CPU time; the
+// L2 misses are carried into the counters (MLOAD: APKI 62 per kilo-instruction); the quota
+// is a bench.QuotaSetter capability; a bad quota changes nothing.
+func TestQuotaAndL2Misses(t *testing.T) {
+	p, err := New(icx(t), sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var _ bench.QuotaSetter = p
+	if why := bench.CPUQuotaUnavailable(p); why != "" {
+		t.Fatalf("the sim platform has CPU quotas: %q", why)
+	}
+	for id, core := range map[int]int{1: 0, 2: 16} {
+		if err := p.Start(bench.JobSpec{ID: id, Name: "m", Workload: "mload:60M", Cores: 1}, []int{core}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.SetQuota(2, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetQuota(2, 1.5); err == nil {
+		t.Fatal("quota 1.5 accepted")
+	}
+	if err := p.SetQuota(9, 0.5); err == nil {
+		t.Fatal("quota of a job that does not run accepted")
+	}
+	if err := p.Advance(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p.Read(1)
+	b, _ := p.Read(2)
+	if r := b.Cycles / a.Cycles; r < 0.499 || r > 0.501 {
+		t.Errorf("cycles at quota 0.5: %.4f of full", r)
+	}
+	if ia, ib := a.Instructions/a.Cycles, b.Instructions/b.Cycles; ib < 0.999*ia || ib > 1.001*ia {
+		t.Errorf("IPC %.4f at quota 0.5, %.4f without", ib, ia)
+	}
+	if b.CPUTime != time.Second || a.CPUTime != 2*time.Second {
+		t.Errorf("CPU time %v at quota 0.5, %v without", b.CPUTime, a.CPUTime)
+	}
+	if l2 := 1000 * a.L2Misses / a.Instructions; l2 < 61.9 || l2 > 62.1 || a.LLCMisses > a.L2Misses {
+		t.Errorf("L2 MPKI %.3f (want MLOAD's 62), LLC misses %.0f, L2 misses %.0f", l2, a.LLCMisses, a.L2Misses)
+	}
+}

@@ -19,14 +19,17 @@ func init() { sched.Register("vp", NewScheduler) }
 // confined mask and/or the MBA value; back to system/default when neither is set),
 // migrations for socket moves, and system/default keeps every way (VP does not partition).
 //
-// The run loop has no CPU-quota actuator and moves jobs only between sockets, so the
-// cpu-quota and core-move rungs are skipped. The collector gives no L2-miss counter: LLC
-// references (every L2 miss is one) stand in, which makes MF the LLC miss ratio.
+// Moves (to another socket, or to other cores of the LLC domain off the victim's SMT
+// siblings) become re-pins to the cores the controller chose (sched.Repin), so pinned jobs
+// move too; CPU quotas become sched.QuotaChange decisions, and the cpu-quota rung is skipped
+// on a platform without a CPU-quota actuator (sched.Env.CPUQuotaUnavailable). MF uses the
+// samples' L2 misses (L2MissesOf).
 //
 // scheduler.options: period_t (s, 1), hurt_threshold (0.1), window (periods, 2),
-// saturation (0.8), confine_ways (2), mba_floor (machine minimum), priority_weight (weight of
-// priority jobs, 2), mpki_low/mpki_high (2/15), mf_low/mf_high (0.25/0.6); keys may carry the
-// prefix "vp." (ctlsched.Scoped).
+// saturation (0.8), saturation_exit (0.75 of saturation), mf_rise (0.05), relax_after (periods, 5; 0 never
+// relaxes), confine_ways (2), mba_floor (machine minimum), quota_step (0.1), quota_floor
+// (0.5), priority_weight (weight of priority jobs, 2), mpki_low/mpki_high (2/15),
+// mf_low/mf_high (0.25/0.6); keys may carry the prefix "vp." (ctlsched.Scoped).
 type Scheduler struct {
 	m        *machine.Profile
 	c        *Controller
@@ -35,6 +38,9 @@ type Scheduler struct {
 	lastSeen map[int]*sched.Sample
 	socket   map[int]int
 	applied  map[int][2]int // mask, mba
+	cores    map[int][]int  // cores the job runs on (as last observed or re-pinned to)
+	quota    map[int]float64
+	note     string // said once in the decision log
 	// Reconfigurations counts the ladder actions and undos over the run.
 	Reconfigurations int
 }
@@ -43,9 +49,12 @@ type Scheduler struct {
 func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	m := env.Machine
 	opt := DefaultOptions(m)
-	opt.Skip = []Kind{CPUQuota, CoreMove}
 	s := &Scheduler{m: m, weight: 2, known: map[int]bool{}, lastSeen: map[int]*sched.Sample{},
-		socket: map[int]int{}, applied: map[int][2]int{}}
+		socket: map[int]int{}, applied: map[int][2]int{}, cores: map[int][]int{}, quota: map[int]float64{}}
+	if why := env.CPUQuotaUnavailable; why != "" {
+		opt.Skip = []Kind{CPUQuota}
+		s.note = "vp: " + why + ": the cpu-quota rung is skipped"
+	}
 	opts := ctlsched.Scoped(env.Config.Options, "vp.")
 	for _, k := range ctlsched.Keys(opts) {
 		v := opts[k]
@@ -53,7 +62,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		if err != nil {
 			return nil, err
 		}
-		if k == "window" || k == "confine_ways" || k == "mba_floor" {
+		if k == "window" || k == "confine_ways" || k == "mba_floor" || k == "relax_after" {
 			if _, err := ctlsched.Whole("vp", k, v); err != nil {
 				return nil, err
 			}
@@ -67,10 +76,20 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 			opt.Window = int(f)
 		case "saturation":
 			opt.Saturation = f
+		case "saturation_exit":
+			opt.SaturationExit = f
+		case "mf_rise":
+			opt.MFRise = f
+		case "relax_after":
+			opt.RelaxAfter = int(f)
 		case "confine_ways":
 			opt.ConfineWays = int(f)
 		case "mba_floor":
 			opt.MBAFloor = int(f)
+		case "quota_step":
+			opt.QuotaStep = f
+		case "quota_floor":
+			opt.QuotaFloor = f
 		case "priority_weight":
 			if !(f > 0) {
 				return nil, fmt.Errorf("vp: scheduler.options.priority_weight = %v must be positive", f)
@@ -85,7 +104,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		case "mf_high":
 			opt.MFHigh = f
 		default:
-			return nil, fmt.Errorf("vp: unknown scheduler.options key %q (known: period_t, hurt_threshold, window, saturation, confine_ways, mba_floor, priority_weight, mpki_low, mpki_high, mf_low, mf_high)", k)
+			return nil, fmt.Errorf("vp: unknown scheduler.options key %q (known: period_t, hurt_threshold, window, saturation, saturation_exit, mf_rise, relax_after, confine_ways, mba_floor, quota_step, quota_floor, priority_weight, mpki_low, mpki_high, mf_low, mf_high)", k)
 		}
 	}
 	c, err := New(m, opt)
@@ -105,6 +124,10 @@ func (s *Scheduler) Controller() *Controller { return s.c }
 // Tick implements sched.Scheduler.
 func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	var d sched.Decisions
+	if s.note != "" {
+		d.Log = append(d.Log, s.note)
+		s.note = ""
+	}
 	for _, id := range obs.Finished {
 		if s.known[id] {
 			_ = s.c.Remove(strconv.Itoa(id))
@@ -112,6 +135,8 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			delete(s.lastSeen, id)
 			delete(s.applied, id)
 			delete(s.socket, id)
+			delete(s.cores, id)
+			delete(s.quota, id)
 		}
 	}
 	free := ctlsched.CopyFree(obs.FreeCPUs)
@@ -132,9 +157,13 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	for _, r := range obs.Running {
 		id := strconv.Itoa(r.ID)
 		if s.known[r.ID] && (r.Socket != s.socket[r.ID] || !sameCores(r.Placed, s.coresOf(id))) {
+			// a re-pin the run loop could not apply: the job is where it was, in whatever
+			// class it had; the next allocation is written whatever it is
 			_ = s.c.SetCores(id, r.Placed)
 			s.socket[r.ID] = r.Socket
+			s.applied[r.ID] = [2]int{-1, -1}
 		}
+		s.cores[r.ID] = append([]int(nil), r.Placed...)
 	}
 	var samples []Sample
 	for _, r := range obs.Running {
@@ -157,7 +186,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		s.lastSeen[r.ID] = r.Last
 		l := r.Last
 		samples = append(samples, Sample{ID: id, Instructions: l.Instructions, Cycles: l.Cycles,
-			L2Misses: l.LLCReferences, LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds(),
+			L2Misses: L2MissesOf(*l), LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds(),
 			Interval: l.Interval})
 	}
 	dec, ok, err := s.c.Step(obs.Now, samples)
@@ -180,16 +209,23 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	if s.m.MBA != nil {
 		maxMBA = s.m.MBA.Max
 	}
+	from := map[int][]int{} // cores of the re-pinned jobs before this tick
 	for _, cfg := range dec.Configs {
 		id, _ := strconv.Atoi(cfg.ID)
 		if !s.known[id] {
 			continue
 		}
 		sock := cfg.socket(s.m)
-		if sock != s.socket[id] {
-			d.Migrate = append(d.Migrate, sched.Migration{Job: id, Socket: sock})
+		if !sameCores(cfg.Cores, s.cores[id]) {
+			d.Repin = append(d.Repin, sched.Repin{Job: id, CPUs: append([]int(nil), cfg.Cores...)})
+			from[id] = s.cores[id]
+			s.cores[id] = append([]int(nil), cfg.Cores...)
 			s.socket[id] = sock
-			delete(s.applied, id) // the group stays behind
+			delete(s.applied, id) // the job leaves its class of service
+		}
+		if q, ok := s.quota[id]; (ok && q != cfg.Quota) || (!ok && cfg.Quota != 1) {
+			d.Quota = append(d.Quota, sched.QuotaChange{Job: id, Quota: cfg.Quota})
+			s.quota[id] = cfg.Quota
 		}
 		want := [2]int{int(cfg.Mask), cfg.MBA}
 		if cfg.Mask == full && cfg.MBA == maxMBA {
@@ -201,11 +237,63 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		s.applied[id] = want
 		d.Allocate = append(d.Allocate, sched.Allocation{Job: id, Socket: sock, Mask: uint64(want[0]), MBA: want[1], Reason: "vp"})
 	}
+	d.Repin = orderRepins(d.Repin, from)
 	d.DefaultMask = map[int]uint64{}
 	for sock := 0; sock < s.m.Sockets; sock++ {
 		d.DefaultMask[sock] = full
 	}
 	return d
+}
+
+// L2MissesOf is a sample's L2-miss count for MF (seed004.md §2.1): the L2-miss counter where
+// the platform has one (sim), else the LLC references, every one of which is an L2 miss
+// (linux: perf has no generic L2-miss event), which makes MF the LLC miss ratio there.
+func L2MissesOf(s sched.Sample) float64 {
+	if s.L2Misses > 0 {
+		return s.L2Misses
+	}
+	return s.LLCReferences
+}
+
+// orderRepins orders re-pins so that a job moves only after the jobs on its new cores moved
+// away (an undone move and the next move can swap cores within one tick); from holds the
+// re-pinned jobs' cores before the tick.
+func orderRepins(rs []sched.Repin, from map[int][]int) []sched.Repin {
+	if len(rs) < 2 {
+		return rs
+	}
+	old := map[int]int{} // core -> re-pinned job that still sits there
+	for _, r := range rs {
+		for _, c := range from[r.Job] {
+			old[c] = r.Job
+		}
+	}
+	var out []sched.Repin
+	left := append([]sched.Repin(nil), rs...)
+	for len(left) > 0 {
+		k := 0 // the first whose target cores no other waiting job occupies; else keep the order
+		for i, r := range left {
+			blocked := false
+			for _, c := range r.CPUs {
+				if j, ok := old[c]; ok && j != r.Job {
+					blocked = true
+				}
+			}
+			if !blocked {
+				k = i
+				break
+			}
+		}
+		r := left[k]
+		left = append(left[:k], left[k+1:]...)
+		for _, c := range from[r.Job] {
+			if old[c] == r.Job {
+				delete(old, c)
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func (s *Scheduler) coresOf(id string) []int {

@@ -21,6 +21,10 @@ func TestSchedulerOptionsRejected(t *testing.T) {
 		{map[string]any{"priority_weight": 0}, "priority_weight"},
 		{map[string]any{"baseline": 2}, `unknown scheduler.options key "baseline"`},
 		{map[string]any{"vp.saturation": "high"}, "not a number"},
+		{map[string]any{"relax_after": 2.5}, "whole number"},
+		{map[string]any{"relax_after": -1}, "relax_after"},
+		{map[string]any{"saturation_exit": 0}, "saturation_exit"},
+		{map[string]any{"vp.mf_rise": 1}, "mf_rise"},
 	} {
 		cfg := sched.DefaultConfig()
 		cfg.Options = tc.opts
@@ -30,7 +34,7 @@ func TestSchedulerOptionsRejected(t *testing.T) {
 		}
 	}
 	cfg := sched.DefaultConfig()
-	cfg.Options = map[string]any{"dcat.baseline": 3, "vp.window": 3}
+	cfg.Options = map[string]any{"dcat.baseline": 3, "vp.window": 3, "vp.relax_after": 0, "saturation_exit": 0.5}
 	if _, err := sched.New("vp", sched.Env{Machine: m, Config: cfg}); err != nil {
 		t.Fatal(err)
 	}

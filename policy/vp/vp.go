@@ -5,8 +5,8 @@
 // Every period it classifies each workload into the 9 intensity × reuse states (L3 MPKI and
 // the memory factor MF = L3 misses / L2 misses), and acts only on observed hurt: a workload
 // whose IPC fell more than HurtThreshold below its reference in the same phase. The hurt is a
-// cache hurt when the workload also moved down a row (MF rose while its L2 behaviour, the
-// phase, stayed the same), otherwise a bandwidth hurt when its memory domain is saturated.
+// cache hurt when the workload also moved down a row, or its MF rose by more than MFRise
+// (MF rose while its L2 behaviour, the phase, stayed the same), otherwise a bandwidth hurt when its memory domain is saturated.
 // The response climbs a ladder of actions ordered by cost (seed004.md §5.1 item 3):
 //
 //	cache hurt:     CAT confine the aggressor → CPU quota → core move within the LLC domain → socket move
@@ -16,7 +16,9 @@
 // repercussion window of Window periods watches the other workloads of the domains the action
 // touched; a workload that becomes hurt or moves down a row in the window is charged to the
 // action. If the action caused such a repercussion and did not lower the weighted min-max
-// unfairness (metric.WeightedMaxUnfairness) it is undone and excluded for this episode, and
+// unfairness (metric.WeightedMaxUnfairness) it is undone and banned for this victim until the
+// victim or the target changes phase or a workload leaves (so that the next episode of the
+// same victim does not retry it: no move and move back), and
 // the next action is chosen. If the victim is still hurt the ladder continues; if not, the
 // episode is closed.
 //
@@ -37,6 +39,27 @@
 //     cores first; its mask there is the full mask and it keeps its MBA and quota.
 //   - The repercussion window, the hurt threshold and the floors are options (the thesis gives
 //     none).
+//   - Saturation hysteresis: a bandwidth episode opens when the socket's traffic exceeds
+//     Saturation × its bandwidth and continues while its victim is hurt and the traffic
+//     exceeds SaturationExit × that threshold, so that the contention left just below the
+//     threshold is still acted on.
+//
+// # Relaxation (seed004.md §5.1 item 7: borrow/release ping-pong needs history or hysteresis)
+//
+// The thesis never gives a throttle back. Here the throttles (CAT confinement, MBA steps, CPU
+// quota) taken and kept form a stack. When no episode and no window is open, and the victim
+// of the most recent throttle and every workload of its target's socket have not been hurt
+// for RelaxAfter periods, that throttle is relaxed — most recent first, one step (an MBA or
+// quota step back, the mask before the confinement) — and a repercussion window watches the
+// socket and the victim. A workload that becomes hurt or moves down a row in it brings the
+// throttle back at once (the next window only waits for it to take effect), and the
+// throttle is then pinned: it is not relaxed again until its
+// victim or target changes phase or a workload of the target's socket leaves (a departure
+// can remove the contention; an arrival cannot). A throttle the ladder takes again after it
+// was relaxed is pinned the same way: the relaxation was premature. So a throttle is relaxed
+// at most once per change of the conditions it was taken under — no ping-pong. Moves are
+// not relaxed: the moved workload runs unthrottled where it is, and moving it back would
+// cost its cache contents again.
 package vp
 
 import (
@@ -115,6 +138,16 @@ type Options struct {
 	// Epsilon: an action with a repercussion is kept only if it lowers the weighted
 	// min-max unfairness by more than Epsilon (0; Merlin's ε is not given, seed004.md §5).
 	Epsilon float64
+	// MFRise: a hurt workload outside the last row whose MF rose by more than this above the
+	// lowest MF of its phase suffers from the cache even without a row change (0.05; seed004.md §5.3: "MF
+	// rises while L2 MPKI stays flat" — the rows alone miss a rise inside one class).
+	MFRise float64
+	// SaturationExit: an open bandwidth episode continues while its victim is hurt and the
+	// socket's traffic exceeds SaturationExit × Saturation × bandwidth (0.75; colo's choice).
+	SaturationExit float64
+	// RelaxAfter: a kept throttle is relaxed after its victim and its target's socket have
+	// been free of hurt for this many periods (5; 0 never relaxes, as in the thesis).
+	RelaxAfter int
 	// Skip lists rungs the platform cannot actuate (e.g. CPU quota or moves inside a socket).
 	Skip []Kind
 }
@@ -132,6 +165,9 @@ func DefaultOptions(m *machine.Profile) Options {
 		ConfineWays:    2,
 		QuotaStep:      0.1,
 		QuotaFloor:     0.5,
+		SaturationExit: 0.75,
+		MFRise:         0.05,
+		RelaxAfter:     5,
 	}
 	if m != nil && m.MBA != nil {
 		o.MBAFloor = m.MBA.Min
@@ -160,6 +196,15 @@ func (o Options) Validate(m *machine.Profile) error {
 	}
 	if !(o.QuotaStep > 0 && o.QuotaStep < 1) || !(o.QuotaFloor > 0 && o.QuotaFloor <= 1) {
 		bad("quota step %v / floor %v: must be fractions in (0, 1)", o.QuotaStep, o.QuotaFloor)
+	}
+	if !(o.SaturationExit > 0 && o.SaturationExit <= 1) {
+		bad("saturation_exit = %v: must be a fraction of saturation in (0, 1]", o.SaturationExit)
+	}
+	if !(o.MFRise > 0 && o.MFRise < 1) {
+		bad("mf_rise = %v: must be in (0, 1)", o.MFRise)
+	}
+	if o.RelaxAfter < 0 {
+		bad("relax_after = %d: must be ≥ 0 periods (0 never relaxes)", o.RelaxAfter)
 	}
 	if !(o.Epsilon >= 0) {
 		bad("epsilon = %v: must be non-negative", o.Epsilon)
@@ -215,12 +260,18 @@ type Action struct {
 	Before   Config
 	After    Config
 	Reverted bool // set on the copy reported when the action is undone
+	// Relax marks the relaxation of an earlier throttle (Kind says which rung is stepped
+	// back); reported Reverted when the hurt came back in its window.
+	Relax bool
 	// Repercussions are the workloads whose hurt the window charged to this action.
 	Repercussions []string
 }
 
 func (a Action) String() string {
 	s := fmt.Sprintf("%v %s for %s (%v)", a.Kind, a.Target, a.Victim, a.Hurt)
+	if a.Relax {
+		s = "relax " + s
+	}
 	if a.Reverted {
 		s += " reverted"
 	}
@@ -270,6 +321,7 @@ type workload struct {
 	since     time.Duration
 	state     State
 	refState  State
+	refMF     float64 // lowest MF in the phase
 	refIPC    float64
 	phaseL2   float64 // L2 MPKI at the start of the phase
 	hasRef    bool
@@ -280,6 +332,8 @@ type workload struct {
 	bwRate    float64 // bytes per second
 	observed  bool
 	hurtState bool
+	quiet     int  // consecutive observed periods without hurt
+	newPhase  bool // a new phase started this period
 }
 
 func (w *workload) slowdown() float64 {
@@ -295,8 +349,17 @@ type episode struct {
 	excluded map[[2]string]bool // (kind, target) undone for this episode
 }
 
+// kept is a throttle in force.
+type kept struct {
+	act    Action
+	pinned bool // its relaxation brought hurt back (or it was re-taken after one)
+}
+
 type pending struct {
 	act     Action
+	k       *kept            // the throttle entry the action created (nil for moves)
+	relax   *kept            // the throttle this window tests the relaxation of (act.Relax)
+	settle  bool             // a restored throttle taking effect: the window only waits
 	left    int              // periods left in the window
 	before  map[string]bool  // hurt before the action
 	rows    map[string]Reuse // rows before the action
@@ -319,6 +382,15 @@ type Controller struct {
 	history []Action
 	// exhausted holds victims whose ladder ran out, until they are no longer hurt.
 	exhausted map[string]bool
+	// kept holds the throttles in force, oldest first; relaxed the (kind, target) pairs
+	// relaxed since their last change, whose re-taking pins the throttle.
+	kept    []*kept
+	relaxed map[[2]string]bool
+	// acted holds the workloads an action targeted (their hurt is the controller's doing).
+	acted map[string]bool
+	// banned holds (victim, kind, target) actions undone for their repercussions, until the
+	// victim or target changes phase or a workload leaves.
+	banned map[[3]string]bool
 }
 
 // New validates the options against the machine.
@@ -329,7 +401,8 @@ func New(m *machine.Profile, opt Options) (*Controller, error) {
 	if err := opt.Validate(m); err != nil {
 		return nil, err
 	}
-	return &Controller{m: m, opt: opt, ws: map[string]*workload{}, exhausted: map[string]bool{}}, nil
+	return &Controller{m: m, opt: opt, ws: map[string]*workload{}, exhausted: map[string]bool{}, relaxed: map[[2]string]bool{},
+		acted: map[string]bool{}, banned: map[[3]string]bool{}}, nil
 }
 
 // History returns every action taken so far, in order (undone ones marked Reverted).
@@ -388,7 +461,24 @@ func (c *Controller) Remove(id string) error {
 	if _, ok := c.ws[id]; !ok {
 		return fmt.Errorf("vp: no workload %q", id)
 	}
+	sock := c.ws[id].cfg.socket(c.m)
 	delete(c.ws, id)
+	delete(c.acted, id)
+	delete(c.exhausted, id)
+	clear(c.banned) // a departure changes the contention every ban was decided under
+	clear(c.exhausted)
+	// a departure can remove the contention a pinned throttle was kept for
+	var ks []*kept
+	for _, k := range c.kept {
+		if k.act.Target == id {
+			continue
+		}
+		if t, ok := c.ws[k.act.Target]; ok && t.cfg.socket(c.m) == sock {
+			c.unpin(k)
+		}
+		ks = append(ks, k)
+	}
+	c.kept = ks
 	for i, x := range c.ids {
 		if x == id {
 			c.ids = append(c.ids[:i], c.ids[i+1:]...)
@@ -398,7 +488,10 @@ func (c *Controller) Remove(id string) error {
 	if c.ep != nil && c.ep.victim == id {
 		c.ep, c.pend = nil, nil
 	}
-	if c.pend != nil && c.pend.act.Target == id {
+	if c.pend != nil && (c.pend.act.Target == id || c.pend.relax != nil && c.pend.act.Victim == id) {
+		if c.pend.relax != nil { // the relaxation stands: that step is no longer kept
+			c.drop(c.pend.relax)
+		}
 		c.pend = nil
 	}
 	c.changed = true
@@ -471,6 +564,7 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 	}
 	w.acc = Sample{ID: w.cfg.ID}
 	w.since = now
+	w.newPhase = false
 	if s.Instructions <= 0 || s.Cycles <= 0 || dt <= 0 {
 		w.observed = false
 		return
@@ -484,7 +578,8 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 	w.state = c.opt.Classify(w.l3mpki, w.mf)
 	l2 := L3MPKI(s.L2Misses, s.Instructions) // same formula: misses per kilo-instruction
 	if !w.hasRef || math.Abs(l2-w.phaseL2) > c.opt.PhaseThreshold*math.Max(w.phaseL2, 1e-9) {
-		w.hasRef, w.refIPC, w.refState, w.phaseL2 = true, w.ipc, w.state, l2
+		w.newPhase = w.hasRef
+		w.hasRef, w.refIPC, w.refState, w.phaseL2, w.refMF = true, w.ipc, w.state, l2, w.mf
 	} else {
 		if w.ipc > w.refIPC {
 			w.refIPC = w.ipc
@@ -492,8 +587,14 @@ func (c *Controller) observe(w *workload, now time.Duration) {
 		if w.state.Row() < w.refState.Row() {
 			w.refState = w.state
 		}
+		w.refMF = math.Min(w.refMF, w.mf)
 	}
 	w.hurtState = w.slowdown() > 1+c.opt.HurtThreshold
+	if w.hurtState {
+		w.quiet = 0
+	} else {
+		w.quiet++
+	}
 }
 
 func (c *Controller) socketBW(sock int) float64 {
@@ -516,10 +617,17 @@ func (c *Controller) hurtKind(w *workload) (HurtKind, bool) {
 	if !w.observed || !w.hurtState {
 		return 0, false
 	}
-	if w.state.Row() > w.refState.Row() {
+	// a workload of the last row (S6–S8) reuses nothing: it cannot lose cache (§2.3)
+	if w.state.Row() > w.refState.Row() || (w.refState.Row() < HighMF && w.mf > w.refMF+c.opt.MFRise) {
 		return CacheHurt, true
 	}
-	if c.saturated(w.cfg.socket(c.m)) {
+	sock := w.cfg.socket(c.m)
+	if c.saturated(sock) {
+		return BandwidthHurt, true
+	}
+	// hysteresis: the open bandwidth episode of this victim goes on below the threshold
+	if c.ep != nil && c.ep.victim == w.cfg.ID && c.ep.hurt == BandwidthHurt &&
+		c.socketBW(sock) > c.opt.SaturationExit*c.opt.Saturation*c.m.MemBWPerSocketMBps*1e6 {
 		return BandwidthHurt, true
 	}
 	return 0, false
@@ -540,18 +648,42 @@ func (c *Controller) wmu() float64 {
 	return metric.WeightedMaxUnfairness(s, wt)
 }
 
-// control runs the repercussion window and the ladder.
+// control runs the repercussion window, the ladder and the relaxation of kept throttles.
 func (c *Controller) control(now time.Duration, d *Decision) {
-	if p := c.pend; p != nil {
-		for id := range p.watch {
-			w, ok := c.ws[id]
-			if !ok || id == p.act.Victim || id == p.act.Target || !w.observed {
-				continue
-			}
-			if (w.hurtState && !p.before[id]) || w.state.Row() > p.rows[id] {
-				p.charged[id] = true
+	// a phase change of a throttle's victim or target changes the conditions it was kept
+	// under, and those of a banned action
+	for b := range c.banned {
+		for _, id := range []string{b[0], b[2]} {
+			if w, ok := c.ws[id]; ok && w.newPhase {
+				delete(c.banned, b)
 			}
 		}
+	}
+	for _, w := range c.ws {
+		if w.newPhase {
+			clear(c.exhausted) // the ladders that ran out may have new options
+			break
+		}
+	}
+	for _, k := range c.kept {
+		for _, id := range []string{k.act.Target, k.act.Victim} {
+			if w, ok := c.ws[id]; ok && w.newPhase {
+				c.unpin(k)
+			}
+		}
+	}
+	if p := c.pend; p != nil && p.settle {
+		p.left--
+		if p.left > 0 {
+			return
+		}
+		c.pend = nil
+	} else if p != nil && p.relax != nil {
+		if c.relaxWindow(p, d) {
+			return
+		}
+	} else if p != nil {
+		c.charge(p, false)
 		p.left--
 		if p.left > 0 {
 			return
@@ -564,7 +696,9 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			if t, ok := c.ws[undo.Target]; ok {
 				t.cfg = undo.Before
 			}
+			c.drop(p.k)
 			c.ep.excluded[[2]string{undo.Kind.String(), undo.Target}] = true
+			c.banned[[3]string{undo.Victim, undo.Kind.String(), undo.Target}] = true
 			d.Undone = append(d.Undone, undo)
 			c.history = append(c.history, undo)
 		}
@@ -601,6 +735,7 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 			}
 		}
 		if best == nil {
+			c.relax(now, d)
 			return
 		}
 		c.ep = &episode{victim: best.cfg.ID, hurt: bestHK, excluded: map[[2]string]bool{}}
@@ -617,18 +752,190 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 	c.ws[act.Target].cfg = act.After
 	d.Actions = append(d.Actions, act)
 	c.history = append(c.history, act)
-	p := &pending{act: act, left: c.opt.Window, before: map[string]bool{}, rows: map[string]Reuse{},
-		wmu: c.wmu(), charged: map[string]bool{}, watch: map[string]bool{}}
+	c.acted[act.Target] = true
+	p := c.newPending(act)
+	if throttle(act.Kind) {
+		// a throttle taken again after its relaxation is pinned: the relaxation was premature
+		p.k = &kept{act: act, pinned: c.relaxed[keyOf(act)]}
+		c.kept = append(c.kept, p.k)
+	}
 	socks := map[int]bool{act.Before.socket(c.m): true, act.After.socket(c.m): true}
 	for _, id := range c.ids {
-		w := c.ws[id]
-		if socks[w.cfg.socket(c.m)] {
+		if socks[c.ws[id].cfg.socket(c.m)] {
 			p.watch[id] = true
 		}
+	}
+	c.pend = p
+}
+
+func (c *Controller) newPending(act Action) *pending {
+	p := &pending{act: act, left: c.opt.Window, before: map[string]bool{}, rows: map[string]Reuse{},
+		wmu: c.wmu(), charged: map[string]bool{}, watch: map[string]bool{}}
+	for _, id := range c.ids {
+		w := c.ws[id]
 		p.before[id] = w.hurtState
 		p.rows[id] = w.state.Row()
 	}
-	c.pend = p
+	return p
+}
+
+// charge records the watched workloads that became hurt or moved down a row since the
+// window opened. The action's target is never charged, nor its victim unless withVictim.
+func (c *Controller) charge(p *pending, withVictim bool) {
+	for id := range p.watch {
+		w, ok := c.ws[id]
+		if !ok || id == p.act.Target || (id == p.act.Victim && !withVictim) || !w.observed {
+			continue
+		}
+		if (w.hurtState && !p.before[id]) || w.state.Row() > p.rows[id] {
+			p.charged[id] = true
+		}
+	}
+}
+
+func throttle(k Kind) bool { return k == CATConfine || k == MBAStep || k == CPUQuota }
+
+func keyOf(a Action) [2]string { return [2]string{a.Kind.String(), a.Target} }
+
+func (c *Controller) unpin(k *kept) {
+	k.pinned = false
+	delete(c.relaxed, keyOf(k.act))
+}
+
+// drop forgets a kept throttle.
+func (c *Controller) drop(k *kept) {
+	for i, x := range c.kept {
+		if x == k {
+			c.kept = append(c.kept[:i], c.kept[i+1:]...)
+			return
+		}
+	}
+}
+
+// relaxWindow runs one period of a relaxation's window; it reports whether the period ends
+// here (window still open, or the relaxation just reverted).
+func (c *Controller) relaxWindow(p *pending, d *Decision) bool {
+	c.charge(p, true)
+	p.left--
+	if len(p.charged) > 0 {
+		// the hurt is back: restore the throttle at once and keep it until conditions change
+		c.pend = nil
+		undo := p.act
+		undo.Reverted = true
+		undo.Repercussions = sortedKeys(p.charged)
+		if t, ok := c.ws[undo.Target]; ok {
+			setRung(undo.Kind, &t.cfg, undo.Before)
+		}
+		// every step of this throttle is needed: the older steps of the same rung on the
+		// same target are pinned too (else the next relaxation would step the same setting)
+		for _, k := range c.kept {
+			if keyOf(k.act) == keyOf(undo) {
+				k.pinned = true
+			}
+		}
+		d.Undone = append(d.Undone, undo)
+		c.history = append(c.history, undo)
+		// the restored throttle takes a window to act (lines refill) before the ladder may
+		// read the victim's hurt as a new episode
+		c.pend = &pending{act: undo, left: c.opt.Window, settle: true}
+		return true
+	}
+	if p.left > 0 {
+		return true
+	}
+	c.pend = nil
+	c.drop(p.relax)
+	c.relaxed[keyOf(p.act)] = true
+	return false
+}
+
+// setRung copies the setting of rung k from src into dst.
+func setRung(k Kind, dst *Config, src Config) {
+	switch k {
+	case CATConfine:
+		dst.Mask = src.Mask
+	case MBAStep:
+		dst.MBA = src.MBA
+	case CPUQuota:
+		dst.Quota = src.Quota
+	}
+}
+
+// relax steps back the most recent kept throttle that is not pinned and whose victim and
+// target socket have been calm for RelaxAfter periods, and opens its window.
+func (c *Controller) relax(now time.Duration, d *Decision) {
+	if c.opt.RelaxAfter == 0 || c.pend != nil {
+		return
+	}
+	for i := len(c.kept) - 1; i >= 0; i-- {
+		k := c.kept[i]
+		t, ok := c.ws[k.act.Target]
+		if !ok || k.pinned || !c.calm(k, t) {
+			continue
+		}
+		after, ok := c.stepBack(k, t)
+		if !ok { // nothing left to relax (e.g. a move reset the mask)
+			c.drop(k)
+			continue
+		}
+		act := Action{At: now, Kind: k.act.Kind, Target: t.cfg.ID, Victim: k.act.Victim, Hurt: k.act.Hurt,
+			Relax: true, Before: cloneCfg(t.cfg), After: after}
+		t.cfg = after
+		d.Actions = append(d.Actions, act)
+		c.history = append(c.history, act)
+		p := c.newPending(act)
+		p.relax = k
+		sock := t.cfg.socket(c.m)
+		for _, id := range c.ids {
+			if c.ws[id].cfg.socket(c.m) == sock || id == k.act.Victim {
+				p.watch[id] = true
+			}
+		}
+		c.pend = p
+		return
+	}
+}
+
+// calm: the throttle's victim and every workload of its target's socket have gone
+// RelaxAfter periods without hurt. Workloads the controller acted on are left out: their
+// hurt is its own doing (a throttled target is slower than its best by design).
+func (c *Controller) calm(k *kept, t *workload) bool {
+	sock := t.cfg.socket(c.m)
+	for _, id := range c.ids {
+		w := c.ws[id]
+		if id != k.act.Victim && (w.cfg.socket(c.m) != sock || c.acted[id]) {
+			continue
+		}
+		if w.observed && w.quiet < c.opt.RelaxAfter {
+			return false
+		}
+	}
+	return true
+}
+
+// stepBack is the target's configuration with the throttle k stepped back one step.
+func (c *Controller) stepBack(k *kept, t *workload) (Config, bool) {
+	cfg := cloneCfg(t.cfg)
+	switch k.act.Kind {
+	case CATConfine:
+		if cfg.Mask != k.act.After.Mask {
+			return cfg, false
+		}
+		cfg.Mask = k.act.Before.Mask
+	case MBAStep:
+		if c.m.MBA == nil || cfg.MBA >= c.m.MBA.Max {
+			return cfg, false
+		}
+		cfg.MBA = min(c.m.MBA.Max, cfg.MBA+c.m.MBA.Gran)
+	case CPUQuota:
+		if cfg.Quota >= 1 {
+			return cfg, false
+		}
+		cfg.Quota = math.Min(1, math.Round((cfg.Quota+c.opt.QuotaStep)*1000)/1000)
+	default:
+		return cfg, false
+	}
+	return cfg, true
 }
 
 // aggressors ranks the candidate aggressors of an episode.
@@ -705,7 +1012,7 @@ func (c *Controller) choose(ep *episode) (Action, bool) {
 	ag := c.aggressors(ep)
 	for _, k := range c.ladder(ep.hurt) {
 		for _, a := range ag {
-			if ep.excluded[[2]string{k.String(), a.cfg.ID}] {
+			if ep.excluded[[2]string{k.String(), a.cfg.ID}] || c.banned[[3]string{ep.victim, k.String(), a.cfg.ID}] {
 				continue
 			}
 			if after, ok := c.apply(k, a, c.ws[ep.victim]); ok {
