@@ -30,6 +30,8 @@ type probeOutput struct {
 	Stressed    []float64    `json:"stressed"`
 	Samples     []int        `json:"samples"`
 	Unit        string       `json:"unit,omitempty"`
+	// CPUShare (linux, cpu_rate) per segment: the fraction of wall time the target ran.
+	CPUShare []float64 `json:"cpu_share,omitempty"`
 	// Detail is the full result (sim: IPC, IPCE and stalled-cycle vectors; linux: the
 	// Docker probe's result).
 	Detail any `json:"detail"`
@@ -152,7 +154,7 @@ without it there is no isolation.`,
 					return err
 				}
 				out = probeOutput{Metric: r.Metric, Why: r.Why, Isolation: r.Isolation, Sensitivity: r.Sensitivity,
-					Base: r.Base, Stressed: r.Stressed, Samples: r.Samples, Unit: r.Unit, Detail: r}
+					Base: r.Base, Stressed: r.Stressed, Samples: r.Samples, Unit: r.Unit, CPUShare: r.CPUShare, Detail: r}
 			default:
 				return badInputf("--platform %q: use sim or linux", platform)
 			}
@@ -191,10 +193,23 @@ func printProbe(w io.Writer, o probeOutput, asJSON bool) error {
 	if o.Unit != "" && o.Metric == dockerprobe.MetricCPURate {
 		unit = o.Unit + " per CPU s"
 	}
-	fmt.Fprintf(w, "%-10s %8s %14s %8s\n", "segment", "ς", unit, "samples")
-	fmt.Fprintf(w, "%-10s %8s %14.4g %8d\n", "baseline", "-", o.Base, o.Samples[0])
+	share := func(i int) string {
+		if i < len(o.CPUShare) {
+			return fmt.Sprintf("%9.2f", o.CPUShare[i])
+		}
+		return ""
+	}
+	hdr := ""
+	if len(o.CPUShare) > 0 {
+		hdr = " cpu share"
+	}
+	fmt.Fprintf(w, "%-10s %8s %14s %8s%s\n", "segment", "ς", unit, "samples", hdr)
+	fmt.Fprintf(w, "%-10s %8s %14.4g %8d%s\n", "baseline", "-", o.Base, o.Samples[0], share(0))
 	for i, k := range probe.Stressors {
-		fmt.Fprintf(w, "%-10s %8.3f %14.4g %8d\n", k, o.Sensitivity.Slice()[i], o.Stressed[i], o.Samples[i+1])
+		fmt.Fprintf(w, "%-10s %8.3f %14.4g %8d%s\n", k, o.Sensitivity.Slice()[i], o.Stressed[i], o.Samples[i+1], share(i+1))
+	}
+	if len(o.CPUShare) > 0 {
+		fmt.Fprintln(w, "cpu share: fraction of wall time the target ran on its core (below ~0.9 other processes time-shared it)")
 	}
 	return nil
 }

@@ -32,12 +32,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"colo/metric"
 	"colo/probe"
 	rt "colo/runtime"
 	"colo/runtime/docker"
@@ -81,14 +83,20 @@ type Result struct {
 	Why    string `json:"why"`
 	// Sensitivity is ς per stressor on Metric.
 	Sensitivity probe.Vector `json:"sensitivity"`
-	// Base and Stressed are the segments' trimmed means of Metric (cpu_rate in Unit per
-	// CPU second); Samples per segment, baseline first.
+	// Base and Stressed are the segments' levels of Metric: with a PMU the state
+	// machine's trimmed means; for cpu_rate the segment's work over its CPU time in Unit
+	// per CPU second (a ratio of sums, sampler.rates). Samples per segment, baseline first.
 	Base     float64   `json:"base"`
 	Stressed []float64 `json:"stressed"`
 	Samples  []int     `json:"samples"`
 	Unit     string    `json:"unit,omitempty"`
+	// CPUShare (cpu_rate only) is per segment the fraction of wall time the target ran on
+	// its core: well below 1 means other processes time-shared it, and the host's noise,
+	// not only the stressor, is in the numbers.
+	CPUShare []float64 `json:"cpu_share,omitempty"`
 	// Counters is the full result of the state machine (IPC, IPCE, stalled %) when the
-	// PMU exists.
+	// PMU exists (on the cpu_rate path its IPC vector would be the mean of per-sample work
+	// per CPU ns, which the CPU-time read delay makes unreliable: not reported).
 	Counters *probe.SensitivityResult `json:"counters,omitempty"`
 	// Isolation describes the partition ("none: ..." without resctrl).
 	Isolation     string `json:"isolation"`
@@ -151,7 +159,7 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 
 	interval := cfg.Probe.Frequency / 2 // ≥ 1 work line per sample
 	cmd := append(append([]string(nil), cfg.Target...), "--interval", interval.String(), "--json")
-	tid, err := r.Create(ctx, rt.Spec{Name: cfg.Name + "-target", Image: cfg.Image, Command: cmd, Cpuset: fmt.Sprint(cfg.TargetCPU)})
+	tid, err := create(ctx, r, rt.Spec{Name: cfg.Name + "-target", Image: cfg.Image, Command: cmd, Cpuset: fmt.Sprint(cfg.TargetCPU)}, "target")
 	if err != nil {
 		return res, err
 	}
@@ -194,10 +202,11 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 	if err := wait(ctx, cfg.Warmup); err != nil {
 		return res, err
 	}
-	nb := &neighbour{r: r, image: cfg.Image, name: cfg.Name, cpus: cfg.NeighbourCPUs, part: part, cleanup: cleanup}
+	nb := &neighbour{r: r, image: cfg.Image, name: cfg.Name, cpus: cfg.NeighbourCPUs, part: part, cleanup: cleanup, s: s}
 	if _, err := s.Sample(); err != nil { // start the first interval now
 		return res, err
 	}
+	s.segment(0) // the baseline's first sample straddles the warm-up: not counted
 	pr, err := probe.DriveSensitivity(ctx, cfg.Probe, nb, s, wait)
 	if err != nil {
 		return res, err
@@ -205,6 +214,7 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 	s.mu.Lock()
 	res.Unit = s.unit
 	s.mu.Unlock()
+	res.CPUShare = s.cpuShare()
 	res.Samples = append(res.Samples, pr.Base.Samples)
 	for _, l := range pr.Stressed {
 		res.Samples = append(res.Samples, l.Samples)
@@ -223,12 +233,15 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 		}
 		res.Counters = &pr
 	default:
-		// The rate sampler's CounterSample carries work as Instructions and CPU ns as
-		// Cycles, so the state machine's "IPC" is work per CPU ns (see rateSample).
-		res.Sensitivity, res.Base = pr.IPC, pr.Base.IPC*1e9
-		for _, l := range pr.Stressed {
-			res.Stressed = append(res.Stressed, l.IPC*1e9)
+		// Levels are the segments' ratios of sums (sampler.rates); ς is thesis Eq. 3.5 on them.
+		rates := s.rates()
+		res.Base = rates[0]
+		var sv []float64
+		for i := range probe.Stressors {
+			res.Stressed = append(res.Stressed, rates[i+1])
+			sv = append(sv, metric.Sensitivity(rates[0], rates[i+1]))
 		}
+		res.Sensitivity = probe.Vector{LLC: sv[0], MemRead: sv[1], MemWrite: sv[2], SysCall: sv[3], Prefetch: sv[4]}
 	}
 	return res, nil
 }
@@ -267,6 +280,40 @@ func SameLLC(cpu int) ([]int, error) {
 	return out, nil
 }
 
+// create makes a container like runtime/docker's Create, but under its own top-level
+// cgroup parent colo-probe-<role> (a slice with the systemd driver). Under the default
+// parent (/docker) target and neighbour are one scheduling entity against every other
+// process on the host, and the CPU scheduler splits that entity's weight across the
+// cores by load: starting the neighbour on the other core cuts the target's weight on its
+// own core. Separate parents keep the target's weight independent of the neighbour. (The
+// target's share still falls while a stressor runs on a busy 2-core host, because host
+// processes the neighbour displaces from its core move onto the target's; Result.CPUShare
+// reports it.) The empty parents stay behind for the next probe.
+func create(ctx context.Context, r *docker.Runtime, s rt.Spec, role string) (string, error) {
+	if err := s.Validate(); err != nil {
+		return "", err
+	}
+	if ok, err := r.ImageExists(ctx, s.Image); err != nil {
+		return "", err
+	} else if !ok {
+		return "", fmt.Errorf("image %q is not present locally (colo never pulls); build it with `colo image build --tag %s`", s.Image, s.Image)
+	}
+	parent := "/colo-probe-" + role
+	if r.CgroupDriver() == "systemd" {
+		parent = "colo-probe-" + role + ".slice"
+	}
+	cfg := &container.Config{Image: s.Image, Cmd: s.Command, Hostname: s.Name,
+		Labels: map[string]string{rt.LabelOwner: rt.OwnerValue, rt.LabelJob: s.Name}}
+	hc := &container.HostConfig{}
+	hc.Resources.CgroupParent = parent
+	hc.Resources.CpusetCpus = s.Cpuset
+	resp, err := r.Client().ContainerCreate(ctx, cfg, hc, nil, nil, s.Name)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", s.Name, err)
+	}
+	return resp.ID, nil
+}
+
 // neighbour implements probe.Neighbour with one container per stressor segment.
 type neighbour struct {
 	r       *docker.Runtime
@@ -275,15 +322,19 @@ type neighbour struct {
 	cpus    []int
 	part    *partition
 	cleanup func(id string)
+	s       *sampler // told when a segment begins
 }
 
 // Start runs `colo stress KIND --interval 50ms --json` in a container on the neighbour
 // cores and returns once it printed its first interval line: the stressor has allocated
 // its working set and runs.
 func (n *neighbour) Start(ctx context.Context, kind string) (func() error, error) {
+	if i := slices.Index(probe.Stressors, kind); i >= 0 && n.s != nil {
+		n.s.segment(i + 1)
+	}
 	spec := rt.Spec{Name: n.name + "-nb-" + kind, Image: n.image, Cpuset: rt.FormatCPUList(n.cpus),
 		Command: []string{"stress", kind, "--workers", fmt.Sprint(len(n.cpus)), "--interval", "50ms", "--json"}}
-	id, err := n.r.Create(ctx, spec)
+	id, err := create(ctx, n.r, spec, "neighbour")
 	if err != nil {
 		return nil, err
 	}

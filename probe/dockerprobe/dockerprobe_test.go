@@ -94,7 +94,17 @@ func TestProbeOnDocker(t *testing.T) {
 		if !(res.Base > 0) || !strings.HasPrefix(res.Isolation, "none") {
 			t.Fatalf("%s: base %v, isolation %q", target, res.Base, res.Isolation)
 		}
-		t.Logf("%-22s %s base %.4g: ς %+v", target, res.Metric, res.Base, res.Sensitivity)
+		if res.Metric == MetricCPURate {
+			if len(res.CPUShare) != 6 {
+				t.Fatalf("%s: CPU share %v, want one per segment", target, res.CPUShare)
+			}
+			for i, v := range res.CPUShare {
+				if !(v > 0 && v < 1.2) {
+					t.Fatalf("%s: CPU share of segment %d is %v: want a fraction of one core", target, i, v)
+				}
+			}
+		}
+		t.Logf("%-22s %s base %.4g: ς %+v, cpu share %.2f", target, res.Metric, res.Base, res.Sensitivity, res.CPUShare)
 		return res
 	}
 	var diffs []float64

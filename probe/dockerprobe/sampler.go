@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"colo/metric"
 	"colo/perf"
 	"colo/probe"
 	rt "colo/runtime"
@@ -30,19 +31,26 @@ type sampler struct {
 	hw          bool
 	cgCPU       *rt.CPUTime // ModeNone: cgroup CPU time
 
-	mu         sync.Mutex
-	work, cpu  float64 // latest pair (cumulative)
-	cpuTotal   float64 // task-clock accumulated from perf deltas
-	seq        int
-	usedWork   float64
-	usedCPU    float64
-	usedSeq    int
-	ended      error
-	notify     chan struct{}
-	closeLogs  func()
-	firstLine  chan struct{}
-	firstOnce  sync.Once
-	waitNewMax time.Duration
+	mu        sync.Mutex
+	work, cpu float64 // latest pair (cumulative)
+	wall      float64 // the target's elapsed ns at the latest line
+	usedWall  float64
+	// Per segment (baseline first): CPU ns and wall ns of the target, for CPUShare.
+	seg             int
+	segCPU, segWall [6]float64
+	segWork         [6]float64
+	skipShare       bool
+	cpuTotal        float64 // task-clock accumulated from perf deltas
+	seq             int
+	usedWork        float64
+	usedCPU         float64
+	usedSeq         int
+	ended           error
+	notify          chan struct{}
+	closeLogs       func()
+	firstLine       chan struct{}
+	firstOnce       sync.Once
+	waitNewMax      time.Duration
 }
 
 func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup, cpu int) (*sampler, error) {
@@ -93,7 +101,7 @@ func (s *sampler) consume(lines <-chan stress.Report, readCPU func() (float64, e
 			if cerr != nil && s.ended == nil {
 				s.ended = cerr
 			}
-			s.work, s.cpu, s.unit = rep.Work, cpuNs, rep.Unit
+			s.work, s.cpu, s.unit, s.wall = rep.Work, cpuNs, rep.Unit, rep.Elapsed*1e9
 			s.seq++
 			s.mu.Unlock()
 			s.firstOnce.Do(func() { close(s.firstLine) })
@@ -176,7 +184,13 @@ func (s *sampler) Sample() (probe.CounterSample, error) {
 		}
 		if s.seq != s.usedSeq && s.cpu > s.usedCPU {
 			out := rateSample(s.work-s.usedWork, s.cpu-s.usedCPU)
-			s.usedWork, s.usedCPU, s.usedSeq = s.work, s.cpu, s.seq
+			if !s.skipShare && s.seg < len(s.segCPU) {
+				s.segCPU[s.seg] += s.cpu - s.usedCPU
+				s.segWork[s.seg] += s.work - s.usedWork
+				s.segWall[s.seg] += s.wall - s.usedWall
+			}
+			s.skipShare = false
+			s.usedWork, s.usedCPU, s.usedWall, s.usedSeq = s.work, s.cpu, s.wall, s.seq
 			s.mu.Unlock()
 			return out, nil
 		}
@@ -196,6 +210,50 @@ func (s *sampler) Sample() (probe.CounterSample, error) {
 // no information on this path (Run does not report them).
 func rateSample(work, cpuNs float64) probe.CounterSample {
 	return probe.CounterSample{Instructions: work, Cycles: cpuNs}
+}
+
+// segment tells the sampler that segment i (0 = baseline) begins: the next sample
+// straddles the switch and does not count towards the CPU share.
+func (s *sampler) segment(i int) {
+	s.mu.Lock()
+	s.seg, s.skipShare = i, true
+	s.mu.Unlock()
+}
+
+// cpuShare is, per segment, the fraction of wall time the target ran on its core
+// (ΣΔCPU / ΣΔwall of its samples): 1 when it had the core to itself; lower when other
+// processes time-shared it, and their cache footprint then weighs on the measurement.
+// nil outside rate mode.
+func (s *sampler) cpuShare() []float64 {
+	if s.hw {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]float64, len(s.segCPU))
+	for i := range out {
+		if s.segWall[i] > 0 {
+			out[i] = s.segCPU[i] / s.segWall[i]
+		}
+	}
+	return out
+}
+
+// rates is, per segment, the target's work per CPU second over the segment: ΣΔwork / ΣΔCPU
+// of its samples (the straddling first one excluded), a ratio of sums. The CPU time is
+// read when a progress line arrives, a little after the target wrote it; over one 50 ms
+// sample that delay can be a large part of the window on a busy host (one sample of the
+// compute loop read 5× its rate), but over a segment the delays cancel except at its two
+// ends, so the segment's ratio of sums is accurate where the mean of per-sample ratios is
+// not. NaN for a segment without samples.
+func (s *sampler) rates() []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]float64, len(s.segCPU))
+	for i := range out {
+		out[i] = metric.IPC(s.segWork[i], s.segCPU[i]) * 1e9
+	}
+	return out
 }
 
 func (s *sampler) close() {

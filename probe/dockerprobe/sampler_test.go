@@ -19,9 +19,11 @@ func TestRateSampler(t *testing.T) {
 	lines := make(chan stress.Report)
 	cpus := make(chan float64, 8) // the CPU time read when each line arrives
 	s.consume(lines, func() (float64, error) { return <-cpus, nil })
+	wall := 0.0 // the target's elapsed seconds: 2 ms per line
 	send := func(work, cpuNs float64) {
 		cpus <- cpuNs
-		lines <- stress.Report{Work: work, Unit: "accesses"}
+		wall += 0.002
+		lines <- stress.Report{Work: work, Unit: "accesses", Elapsed: wall}
 	}
 	go send(100, 1e6)
 	if err := s.waitFirst(context.Background(), time.Second); err != nil {
@@ -51,6 +53,21 @@ func TestRateSampler(t *testing.T) {
 	s.mu.Unlock()
 	if unit != "accesses" {
 		t.Fatalf("unit %q", unit)
+	}
+	// Segment 1: the straddling sample does not count towards its CPU share; then the
+	// target has its core to itself (1e6 CPU ns over 1 ms).
+	s.segment(1)
+	go send(600, 4e6)
+	if _, err := s.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { cpus <- 5e6; wall += 0.001; lines <- stress.Report{Work: 700, Elapsed: wall} }()
+	if _, err := s.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	// Baseline: 3e6 CPU ns over four lines of 2 ms.
+	if sh := s.cpuShare(); sh[0] != 3e6/8e6 || sh[1] != 1 || sh[2] != 0 {
+		t.Fatalf("CPU share per segment %v, want [0.375 1 0 ...]", sh)
 	}
 	close(lines)
 	if _, err := s.Sample(); err == nil || !strings.Contains(err.Error(), "stopped") {
