@@ -40,6 +40,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"colo/metric"
+	"colo/perf"
 	"colo/probe"
 	rt "colo/runtime"
 	"colo/runtime/docker"
@@ -73,6 +74,9 @@ type Config struct {
 	ResctrlRoot string
 	// Name prefixes the containers and the CLOS ("" → "colo-probe-<pid>").
 	Name string
+	// Perf configures the target's counters (zero: the real system calls and the detected
+	// microarchitecture's stall events).
+	Perf perf.Options
 }
 
 // Result is a finished probe.
@@ -181,7 +185,7 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 		}
 	}
 
-	s, err := newSampler(ctx, r, tid, info.Cgroup, cfg.TargetCPU)
+	s, err := newSampler(ctx, r, tid, info.Cgroup, cfg.TargetCPU, cfg.Perf)
 	if err != nil {
 		return res, err
 	}

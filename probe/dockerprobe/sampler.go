@@ -53,29 +53,15 @@ type sampler struct {
 	waitNewMax      time.Duration
 }
 
-func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup, cpu int) (*sampler, error) {
+func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup, cpu int, po perf.Options) (*sampler, error) {
 	s := newBare()
-	c, err := perf.OpenCgroup(cg.PerfEventDir(), []int{cpu}, perf.Options{Quiet: true})
+	po.Quiet = true
+	c, err := perf.OpenCgroup(cg.PerfEventDir(), []int{cpu}, po)
 	if err != nil {
 		return nil, err
 	}
-	switch c.Mode() {
-	case perf.ModeHardware:
-		s.counter, s.hw = c, true
-		if slices.Contains(c.Events(), perf.StallsTotal) {
-			s.metric, s.why = MetricIPCE, "hardware PMU with cycle_activity.stalls_total: IPCE as in the thesis"
-		} else {
-			s.metric, s.why = MetricIPC, "hardware PMU without the stall events: IPC"
-		}
-	case perf.ModeSoftware:
-		s.counter = c
-		s.metric, s.why = MetricCPURate, "no hardware PMU ("+c.Reason()+"): the target's work per CPU second, CPU time from perf task-clock of its cgroup"
-	default:
-		c.Close()
-		if s.cgCPU, err = rt.OpenCPUTime(cg); err != nil {
-			return nil, err
-		}
-		s.metric, s.why = MetricCPURate, "perf events not permitted ("+c.Reason()+"): the target's work per CPU second, CPU time from the cgroup's accounting"
+	if err := s.useCounter(c, cg); err != nil {
+		return nil, err
 	}
 	lines, closeLogs, err := follow(ctx, r, id)
 	if err != nil {
@@ -89,6 +75,32 @@ func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup,
 	}
 	s.consume(lines, read)
 	return s, nil
+}
+
+// useCounter picks the metric from what the target's counters could open (see the
+// package comment) and keeps the counter, or the cgroup's CPU time when perf is not
+// permitted at all.
+func (s *sampler) useCounter(c *perf.Counter, cg rt.Cgroup) error {
+	switch c.Mode() {
+	case perf.ModeHardware:
+		s.counter, s.hw = c, true
+		if slices.Contains(c.Events(), perf.StallsTotal) {
+			s.metric, s.why = MetricIPCE, "hardware PMU with cycle_activity.stalls_total: IPCE as in the thesis"
+		} else {
+			s.metric, s.why = MetricIPC, "hardware PMU without the stall events: IPC"
+		}
+	case perf.ModeSoftware:
+		s.counter = c
+		s.metric, s.why = MetricCPURate, "no hardware PMU ("+c.Reason()+"): the target's work per CPU second, CPU time from perf task-clock of its cgroup"
+	default:
+		c.Close()
+		var err error
+		if s.cgCPU, err = rt.OpenCPUTime(cg); err != nil {
+			return err
+		}
+		s.metric, s.why = MetricCPURate, "perf events not permitted ("+c.Reason()+"): the target's work per CPU second, CPU time from the cgroup's accounting"
+	}
+	return nil
 }
 
 // consume pairs every progress line with the CPU time read when it arrives, in a

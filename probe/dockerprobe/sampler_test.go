@@ -2,11 +2,18 @@ package dockerprobe
 
 import (
 	"context"
+	"maps"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"colo/metric"
+	"colo/perf"
+	"colo/perf/perftest"
+	rt "colo/runtime"
 	"colo/stress"
 )
 
@@ -72,5 +79,62 @@ func TestRateSampler(t *testing.T) {
 	close(lines)
 	if _, err := s.Sample(); err == nil || !strings.Contains(err.Error(), "stopped") {
 		t.Fatalf("after the target's output ended: %v", err)
+	}
+}
+
+// The metric follows what the target's counters can open, on perf's fake PMU: IPCE with
+// the stall events (and the samples carry the counters' true ratios), IPC without them,
+// work per CPU second from task-clock without any hardware event.
+func TestMetricFromCounters(t *testing.T) {
+	H, R, S := uint32(unix.PERF_TYPE_HARDWARE), uint32(unix.PERF_TYPE_RAW), uint32(unix.PERF_TYPE_SOFTWARE)
+	hw := map[perftest.Key]float64{
+		{Type: H, Config: unix.PERF_COUNT_HW_INSTRUCTIONS}:        2.0e9,
+		{Type: H, Config: unix.PERF_COUNT_HW_CPU_CYCLES}:          2.5e9,
+		{Type: H, Config: unix.PERF_COUNT_HW_CACHE_REFERENCES}:    4e7,
+		{Type: H, Config: unix.PERF_COUNT_HW_CACHE_MISSES}:        1e7,
+		{Type: H, Config: unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS}: 3e8,
+		{Type: H, Config: unix.PERF_COUNT_HW_BRANCH_MISSES}:       3e6,
+	}
+	open := func(rates map[perftest.Key]float64) *sampler {
+		t.Helper()
+		var now time.Time
+		pmu := perftest.New(rates, 1)
+		pmu.Now = func() time.Time { return now }
+		c, err := perf.OpenCgroup(t.TempDir(), []int{0}, perf.Options{Sys: pmu, Microarch: "icelake-sp", Quiet: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newBare()
+		if err := s.useCounter(c, rt.Cgroup{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.close)
+		if s.hw {
+			s.Sample()
+			now = now.Add(50 * time.Millisecond) // one 50 ms sample on the fake clock
+		}
+		return s
+	}
+
+	withStalls := maps.Clone(hw)
+	withStalls[perftest.Key{Type: R, Config: 0x40004a3}] = 1.0e9 // cycle_activity.stalls_total (Ice Lake-SP)
+	s := open(withStalls)
+	if s.metric != MetricIPCE {
+		t.Fatalf("PMU with stall events: metric %s (%s)", s.metric, s.why)
+	}
+	c, err := s.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ipc, ipce := metric.IPC(c.Instructions, c.Cycles), metric.IPCE(c.StallCycles, c.Cycles); math.Abs(ipc-0.8) > 1e-9 || math.Abs(ipce-0.6) > 1e-9 {
+		t.Fatalf("sample %+v: IPC %v (want 0.8), IPCE %v (want 1 − 1.0/2.5 = 0.6)", c, ipc, ipce)
+	}
+
+	if s := open(hw); s.metric != MetricIPC {
+		t.Fatalf("PMU without stall events: metric %s (%s)", s.metric, s.why)
+	}
+	s = open(map[perftest.Key]float64{{Type: S, Config: unix.PERF_COUNT_SW_TASK_CLOCK}: 1e9})
+	if s.metric != MetricCPURate || s.hw || !strings.Contains(s.why, "no hardware PMU") {
+		t.Fatalf("no PMU: metric %s, hw %v (%s)", s.metric, s.hw, s.why)
 	}
 }
