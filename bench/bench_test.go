@@ -3,11 +3,13 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 
 	"colo/sched"
+	"colo/store"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -264,6 +266,28 @@ func TestPlatformCheckRunsFirst(t *testing.T) {
 	}
 }
 
+// With every float finite, the NaN-as-null encoder writes exactly what encoding/json
+// writes (embedded store.Summary flattened, omitempty honoured).
+func TestSummaryJSONMatchesEncodingJSON(t *testing.T) {
+	type plain Summary // no MarshalJSON method
+	s := Summary{Summary: store.Summary{Name: "x", PriorityIPCE: 71.5, TimeOverTargetP90: 0.25, JobsCompleted: 3},
+		JobsTotal: 4, Probes: 2, Notes: []string{"n"}}
+	for _, v := range []Summary{s, {Summary: store.Summary{Name: "y"}}} {
+		got, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(plain(v))
+		if string(got) != string(want) {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+	s.QueueDelayMean = math.NaN()
+	if b, _ := json.Marshal(s); !strings.Contains(string(b), `"queue_delay_mean_s":null`) {
+		t.Errorf("NaN not null: %s", b)
+	}
+}
+
 // TestJSONKeys pins the stable keys of `colo run --json` (issue #5 item 6).
 func TestJSONKeys(t *testing.T) {
 	bm, err := parse(t, genOK)
@@ -283,9 +307,15 @@ func TestJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"name", "priority_ipce", "batch_ipce", "global_ipce", "time_over_target",
-		"time_over_target_p90", "jobs_completed", "jobs_rejected", "virtual_seconds", "wall_seconds"} {
+		"time_over_target_p90", "jobs_completed", "jobs_rejected", "virtual_seconds", "wall_seconds",
+		"jobs_total", "probes", "samples"} {
 		if _, ok := m.Schedulers[0][k]; !ok {
 			t.Errorf("key %s missing from %s", k, b)
+		}
+	}
+	for _, k := range []string{"Summary", "extra"} {
+		if _, ok := m.Schedulers[0][k]; ok {
+			t.Errorf("key %s in %s: the embedded store.Summary must be flattened", k, b)
 		}
 	}
 	// least-loaded never meets a 0.95 target: 0, not null; no NaN may break the encoding

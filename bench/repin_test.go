@@ -81,9 +81,9 @@ containers:
 				kinds = append(kinds, e.Kind+" "+e.Text)
 			}
 		}
-		want := []string{"repin socket 0 cores 0,1 -> 5,6", "migrate socket 0 -> 1 cores 20"}
+		want := []string{"repin socket 0 cores 0-1 -> 5-6", "migrate socket 0 -> 1 cores 20"}
 		if withQuota {
-			want = []string{"repin socket 0 cores 0,1 -> 5,6", "quota 70 % of its cores' time", "migrate socket 0 -> 1 cores 20"}
+			want = []string{"repin socket 0 cores 0-1 -> 5-6", "quota 70 % of its cores' time", "migrate socket 0 -> 1 cores 20"}
 		}
 		if strings.Join(kinds, "|") != strings.Join(want, "|") || res.Migrations != 1 {
 			t.Fatalf("quota %v: events %q (migrations %d), want %q", withQuota, kinds, res.Migrations, want)

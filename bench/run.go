@@ -3,9 +3,8 @@ package bench
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"colo/machine"
@@ -144,16 +143,8 @@ func (r *runner) recordJob(j *rjob) {
 		model = j.spec.Image
 	}
 	r.fail(r.rec.Job(JobRecord{ID: j.spec.ID, Name: j.spec.Name, Kind: j.spec.Kind, Model: model,
-		Priority: j.spec.Priority, IPCETarget: tgt, Cores: j.spec.Cores, CoreList: cpuList(j.cpus),
+		Priority: j.spec.Priority, IPCETarget: tgt, Cores: j.spec.Cores, CoreList: machine.FormatCPUList(j.cpus),
 		Socket: j.socket, Arrival: j.spec.Arrival, Start: j.start, Stop: j.stop, State: j.state, Reason: j.reason}))
-}
-
-func cpuList(cpus []int) string {
-	s := make([]string, len(cpus))
-	for i, c := range cpus {
-		s[i] = strconv.Itoa(c)
-	}
-	return strings.Join(s, ",")
 }
 
 // Run replays the benchmark's trace on pf under sch until max_t (or until every job has
@@ -523,7 +514,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		if j.spec.StopAt > 0 && j.end > j.spec.StopAt {
 			j.end = j.spec.StopAt
 		}
-		r.event("place", j.spec.ID, fmt.Sprintf("socket %d cores %s", p.Socket, cpuList(cpus)))
+		r.event("place", j.spec.ID, fmt.Sprintf("socket %d cores %s", p.Socket, machine.FormatCPUList(cpus)))
 		r.recordJob(j)
 	}
 	migratedHeld := false
@@ -541,7 +532,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		if len(mv.CPUs) > 0 {
 			if cpus, ok = r.exactCPUs(j, mv); !ok {
 				r.warnf("job %s: scheduler %s re-pinned it to cores %s, which are not %d free cores of one socket; it stays on %s",
-					j.spec.Name, r.sch.Name(), cpuList(mv.CPUs), len(old), cpuList(old))
+					j.spec.Name, r.sch.Name(), machine.FormatCPUList(mv.CPUs), len(old), machine.FormatCPUList(old))
 			}
 		}
 		if !ok {
@@ -562,9 +553,9 @@ func (r *runner) schedule(now time.Duration) bool {
 		}
 		if j.socket != mv.Socket {
 			r.res.Migrations++
-			r.event("migrate", j.spec.ID, fmt.Sprintf("socket %d -> %d cores %s", j.socket, mv.Socket, cpuList(cpus)))
+			r.event("migrate", j.spec.ID, fmt.Sprintf("socket %d -> %d cores %s", j.socket, mv.Socket, machine.FormatCPUList(cpus)))
 		} else {
-			r.event("repin", j.spec.ID, fmt.Sprintf("socket %d cores %s -> %s", j.socket, cpuList(old), cpuList(cpus)))
+			r.event("repin", j.spec.ID, fmt.Sprintf("socket %d cores %s -> %s", j.socket, machine.FormatCPUList(old), machine.FormatCPUList(cpus)))
 		}
 		r.applied(j, 0, 0) // the job left its class on the old socket (Platform.Move)
 		j.cpus, j.socket = cpus, mv.Socket
@@ -745,7 +736,7 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 			continue
 		}
 		if j.probe != nil && a.Reason != "probe-buffer" {
-			if a.Mask != 0 && sched.Ways(a.Mask) == sched.Ways(j.probe.req.Buffer) {
+			if a.Mask != 0 && bits.OnesCount64(a.Mask) == bits.OnesCount64(j.probe.req.Buffer) {
 				// consolidation moved the probe's buffer: follow it and restart the
 				// current segment (the job lost its cached lines)
 				j.probe.req.Buffer = a.Mask
@@ -787,34 +778,19 @@ func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[
 		}
 	}
 	if !m.CAT.SparseMasks {
+		// A CPU without sparse-mask support (Intel) accepts only contiguous masks:
+		// system/default gets the longest contiguous stretch of ways no group holds
+		// (ties: the highest; the reserve at the top ways guarantees one exists); free
+		// ways outside it are lost to outer fragmentation until a consolidation
+		// (seed000.md §6 item 5).
 		for s, v := range out {
-			out[s] = largestRun(v, m.LLC.Ways)
+			out[s] = sched.LongestRun(v, m.LLC.Ways)
 		}
 	}
 	for s, v := range explicit {
 		out[s] = v
 	}
 	return out
-}
-
-// largestRun keeps the longest run of set bits of v (ties: the highest), because a CPU
-// without sparse-mask support (Intel) accepts only contiguous masks: system/default gets
-// the largest contiguous stretch of ways no group holds (the reserve at the top ways
-// guarantees one exists); free ways outside it are lost to outer fragmentation until a
-// consolidation (seed000.md §6 item 5).
-func largestRun(v uint64, ways int) uint64 {
-	best, bestStart, cur := 0, 0, 0
-	for i := 0; i < ways; i++ {
-		if v&(1<<uint(i)) != 0 {
-			cur++
-			if cur >= best {
-				best, bestStart = cur, i-cur+1
-			}
-		} else {
-			cur = 0
-		}
-	}
-	return sched.RunMask(bestStart, best)
 }
 
 func (r *runner) updateDefaults(explicit map[int]uint64) {
@@ -938,7 +914,7 @@ func (r *runner) endProbe(j *rjob) {
 	if !p.sweep.Done() {
 		p.sweep.Fail("ended early")
 	}
-	res := p.sweep.Result(sched.Ways(p.req.Buffer), p.req.MaxMBA)
+	res := p.sweep.Result(bits.OnesCount64(p.req.Buffer), p.req.MaxMBA)
 	if res.Err != "" {
 		r.res.ProbesFailed++
 		r.event("probe-failed", j.spec.ID, res.Err)

@@ -16,21 +16,19 @@ func (r StoreRecorder) Allocation(a AllocationRecord) error {
 func (r StoreRecorder) Event(e EventRecord) error { return r.W.Event(store.Event(e)) }
 func (r StoreRecorder) Probe(p ProbeRecord) error { return r.W.Probe(store.ProbeSegment(p)) }
 
-// StoreSummary converts a summary to the store's row; counters beyond the stable keys go
-// to Extra.
+// StoreSummary is the run directory's row of a summary: the embedded store.Summary, with
+// the counters beyond its stable keys in Extra.
 func StoreSummary(s Summary) store.Summary {
-	return store.Summary{Name: s.Name, PriorityIPCE: s.PriorityIPCE, BatchIPCE: s.BatchIPCE, GlobalIPCE: s.GlobalIPCE,
-		TimeOverTarget: s.TimeOverTarget, TimeOverTargetP90: s.TimeOverTargetP90, JobsCompleted: s.JobsCompleted,
-		JobsRejected: s.JobsRejected, QueueDelayMean: s.QueueDelayMean, QueueDelayP90: s.QueueDelayP90,
-		VirtualSeconds: s.VirtualSeconds, WallSeconds: s.WallSeconds,
-		Extra: map[string]float64{
-			"jobs_total": float64(s.JobsTotal), "jobs_started": float64(s.JobsStarted),
-			"jobs_queued_at_end": float64(s.JobsQueuedAtEnd), "jobs_not_started": float64(s.JobsNotStarted),
-			"priority_jobs": float64(s.PriorityJobs), "batch_jobs": float64(s.BatchJobs),
-			"probes": float64(s.Probes), "probes_failed": float64(s.ProbesFailed),
-			"reprobes": float64(s.Reprobes), "migrations": float64(s.Migrations),
-			"consolidations": float64(s.Consolidations), "consolidated_ways": float64(s.ConsolidatedWays),
-			"allocation_errors": float64(s.AllocationErrors), "allocation_mismatches": float64(s.AllocMismatches),
-			"samples": float64(s.Samples),
-		}}
+	out := s.Summary
+	out.Extra = map[string]float64{
+		"jobs_total": float64(s.JobsTotal), "jobs_started": float64(s.JobsStarted),
+		"jobs_queued_at_end": float64(s.JobsQueuedAtEnd), "jobs_not_started": float64(s.JobsNotStarted),
+		"priority_jobs": float64(s.PriorityJobs), "batch_jobs": float64(s.BatchJobs),
+		"probes": float64(s.Probes), "probes_failed": float64(s.ProbesFailed),
+		"reprobes": float64(s.Reprobes), "migrations": float64(s.Migrations),
+		"consolidations": float64(s.Consolidations), "consolidated_ways": float64(s.ConsolidatedWays),
+		"allocation_errors": float64(s.AllocationErrors), "allocation_mismatches": float64(s.AllocMismatches),
+		"samples": float64(s.Samples),
+	}
+	return out
 }

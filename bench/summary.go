@@ -9,41 +9,33 @@ import (
 	"time"
 
 	"colo/metric"
+	"colo/store"
 )
 
 // Summary is one scheduler's headline, the entries of `colo run --json`'s "schedulers"
 // array. Keys are stable (issue #5 item 6): IPCE values in percent, time over target as
-// fractions, NaN encoded as null.
+// fractions, NaN encoded as null. The headline the run directory keeps is the embedded
+// store.Summary (its Extra stays empty here; StoreSummary fills it from the counters
+// below); its fields appear at the top level of the JSON.
 type Summary struct {
-	Name              string  `json:"name"`
-	PriorityIPCE      float64 `json:"priority_ipce"`
-	BatchIPCE         float64 `json:"batch_ipce"`
-	GlobalIPCE        float64 `json:"global_ipce"`
-	TimeOverTarget    float64 `json:"time_over_target"`
-	TimeOverTargetP90 float64 `json:"time_over_target_p90"`
-	JobsCompleted     int     `json:"jobs_completed"`
-	JobsRejected      int     `json:"jobs_rejected"`
-	JobsTotal         int     `json:"jobs_total"`
-	JobsStarted       int     `json:"jobs_started"`
+	store.Summary
+	JobsTotal   int `json:"jobs_total"`
+	JobsStarted int `json:"jobs_started"`
 	// JobsQueuedAtEnd arrived but were still waiting for admission at max_t.
 	JobsQueuedAtEnd int `json:"jobs_queued_at_end"`
 	// JobsNotStarted arrive at or after max_t: never admitted because the run ended.
-	JobsNotStarted   int     `json:"jobs_not_started"`
-	PriorityJobs     int     `json:"priority_jobs"`
-	BatchJobs        int     `json:"batch_jobs"`
-	QueueDelayMean   float64 `json:"queue_delay_mean_s"`
-	QueueDelayP90    float64 `json:"queue_delay_p90_s"`
-	Probes           int     `json:"probes"`
-	ProbesFailed     int     `json:"probes_failed"`
-	Reprobes         int     `json:"reprobes"`
-	Migrations       int     `json:"migrations"`
-	Consolidations   int     `json:"consolidations"`
-	ConsolidatedWays int     `json:"consolidated_ways"`
-	AllocationErrors int     `json:"allocation_errors"`
-	AllocMismatches  int     `json:"allocation_mismatches"`
-	Samples          int     `json:"samples"`
-	VirtualSeconds   float64 `json:"virtual_seconds"`
-	WallSeconds      float64 `json:"wall_seconds"`
+	JobsNotStarted   int `json:"jobs_not_started"`
+	PriorityJobs     int `json:"priority_jobs"`
+	BatchJobs        int `json:"batch_jobs"`
+	Probes           int `json:"probes"`
+	ProbesFailed     int `json:"probes_failed"`
+	Reprobes         int `json:"reprobes"`
+	Migrations       int `json:"migrations"`
+	Consolidations   int `json:"consolidations"`
+	ConsolidatedWays int `json:"consolidated_ways"`
+	AllocationErrors int `json:"allocation_errors"`
+	AllocMismatches  int `json:"allocation_mismatches"`
+	Samples          int `json:"samples"`
 	// Notes say what the run could not do on its platform (e.g. IPCE unavailable); the
 	// key is absent when there is nothing to say.
 	Notes []string `json:"notes,omitempty"`
@@ -60,7 +52,7 @@ type Summary struct {
 // time); time_over_target_p90 is the 90th percentile (metric.Percentile) of the per-job
 // fractions. Queueing delay is admission − arrival over the started jobs.
 func Summarize(r *Result, wall time.Duration) Summary {
-	s := Summary{Name: r.Scheduler, VirtualSeconds: r.Virtual.Seconds(), WallSeconds: wall.Seconds(),
+	s := Summary{Summary: store.Summary{Name: r.Scheduler, VirtualSeconds: r.Virtual.Seconds(), WallSeconds: wall.Seconds()},
 		Probes: r.Probes, ProbesFailed: r.ProbesFailed, Reprobes: r.Reprobes, Migrations: r.Migrations, Consolidations: r.Consolidations,
 		ConsolidatedWays: r.ConsolidatedWays, AllocationErrors: r.AllocationErrors,
 		AllocMismatches: r.AllocationMismatches, Samples: r.Samples, JobsTotal: len(r.Jobs)}
@@ -101,28 +93,17 @@ func Summarize(r *Result, wall time.Duration) Summary {
 			obs += j.Duration.Seconds()
 		}
 	}
-	s.PriorityIPCE = 100 * mean(prio)
-	s.BatchIPCE = 100 * mean(batch)
-	s.GlobalIPCE = 100 * mean(all)
+	s.PriorityIPCE = 100 * metric.Mean(prio)
+	s.BatchIPCE = 100 * metric.Mean(batch)
+	s.GlobalIPCE = 100 * metric.Mean(all)
 	s.TimeOverTarget = math.NaN()
 	if obs > 0 {
 		s.TimeOverTarget = met / obs
 	}
 	s.TimeOverTargetP90 = metric.Percentile(tot, 90)
-	s.QueueDelayMean = mean(delays)
+	s.QueueDelayMean = metric.Mean(delays)
 	s.QueueDelayP90 = metric.Percentile(delays, 90)
 	return s
-}
-
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	t := 0.0
-	for _, x := range xs {
-		t += x
-	}
-	return t / float64(len(xs))
 }
 
 // RelativeChange is (x − base)/base × 100, the thesis's "improvement / penalty" of an IPCE
@@ -137,20 +118,35 @@ func RelativeChange(base, x float64) float64 {
 // MarshalJSON writes the summary with NaN and ±Inf as null (encoding/json rejects them).
 func (s Summary) MarshalJSON() ([]byte, error) { return marshalNullNaN(s) }
 
-// marshalNullNaN encodes a flat struct in field order, floats that are not finite as null.
+// marshalNullNaN encodes a struct in field order, the fields of embedded structs in place
+// (as encoding/json does), floats that are not finite as null.
 func marshalNullNaN(v any) ([]byte, error) {
-	rv := reflect.ValueOf(v)
-	rt := rv.Type()
 	var b bytes.Buffer
 	b.WriteByte('{')
+	if err := writeFieldsNullNaN(&b, reflect.ValueOf(v)); err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeFieldsNullNaN(b *bytes.Buffer, rv reflect.Value) error {
+	rt := rv.Type()
 	for i := 0; i < rt.NumField(); i++ {
 		f := rt.Field(i)
+		fv := rv.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			if err := writeFieldsNullNaN(b, fv); err != nil {
+				return err
+			}
+			continue
+		}
 		tag := strings.Split(f.Tag.Get("json"), ",")
 		name := tag[0]
 		if name == "" || name == "-" {
 			continue
 		}
-		if len(tag) > 1 && tag[1] == "omitempty" && rv.Field(i).IsZero() {
+		if len(tag) > 1 && tag[1] == "omitempty" && fv.IsZero() {
 			continue
 		}
 		if b.Len() > 1 {
@@ -159,17 +155,15 @@ func marshalNullNaN(v any) ([]byte, error) {
 		k, _ := json.Marshal(name)
 		b.Write(k)
 		b.WriteByte(':')
-		fv := rv.Field(i)
 		if fv.Kind() == reflect.Float64 && (math.IsNaN(fv.Float()) || math.IsInf(fv.Float(), 0)) {
 			b.WriteString("null")
 			continue
 		}
 		x, err := json.Marshal(fv.Interface())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b.Write(x)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return nil
 }

@@ -17,12 +17,12 @@ import (
 	"log"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"colo/machine"
 	"colo/metric"
 )
 
@@ -437,15 +437,7 @@ func (c *Counter) Close() error {
 
 // String describes the counter for logs.
 func (c *Counter) String() string {
-	return fmt.Sprintf("perf %s on cpus %s: %s", c.mode, cpuList(c.cpus), strings.Join(c.Events(), ","))
-}
-
-func cpuList(cpus []int) string {
-	s := make([]string, len(cpus))
-	for i, c := range cpus {
-		s[i] = strconv.Itoa(c)
-	}
-	return strings.Join(s, ",")
+	return fmt.Sprintf("perf %s on cpus %s: %s", c.mode, machine.FormatCPUList(c.cpus), strings.Join(c.Events(), ","))
 }
 
 // warn logs msg once per process and key unless the counter is a quiet probe.

@@ -390,11 +390,13 @@ type searchState struct {
 	fast bool // no bandwidth model: leaves are scored from the tables
 	// refine enables the per-node STP bound with a Morad-based model (refineSTP).
 	refine bool
-	xmin   []float64  // each application's smallest demand / B
-	levels []stpLevel // increasing U; levels[0] is the global U_min (s.bnd)
-	mu     sync.Mutex
-	best   []choice // incumbent, nil if none
-	bu, bs float64
+	xmin   []float64 // each application's smallest demand / B
+	// xminUpTo[i][r] is application i's smallest demand (MB/s) at any share f ≤ r ways.
+	xminUpTo [][]float64
+	levels   []stpLevel // increasing U; levels[0] is the global U_min (s.bnd)
+	mu       sync.Mutex
+	best     []choice // incumbent, nil if none
+	bu, bs   float64
 	// incumbent objective for lock-free pruning (bits of float64)
 	incU, incS atomic.Uint64
 	err        error
@@ -512,8 +514,9 @@ func newScratch(n int) *scratch {
 // refineSTP is a tighter STP bound for a node under a Morad-based model, used after the
 // table bound passed: the applications already placed (the complement of rest, including
 // cluster c with k ways, whose values it computes) have exact demands, the others at
-// least their smallest, so the bus total is at least U_node = U(those demands) — U grows
-// with every demand — and each placed application's factor is at least F(x_i, U_node)
+// least their smallest demand at a share of at most the rr ways left (a share never
+// exceeds its cluster's ways), so the bus total is at least U_node = U(those demands) — U
+// grows with every demand — and each placed application's factor is at least F(x_i, U_node)
 // (increasing in U at fixed x; through the stalls weighting for stalls). The rest keeps
 // its table bound stp[rest][r'], from the STP level with the largest U ≤ U_node: the rest's
 // factors are at least F(x, U_level) since the true total is at least U_node.
@@ -534,10 +537,10 @@ func (s *searchState) refineSTP(sc *scratch, c, k, rest, rr int) float64 {
 		if placed>>uint(i)&1 == 1 {
 			sc.dem[i] = sc.apps[i].BandwidthMBps
 		} else {
-			sc.dem[i] = s.xmin[i] * B
+			sc.dem[i] = s.xminUpTo[i][rr]
 		}
 	}
-	U, _, _, err := perfmodel.MoradBracket(sc.dem, B, 26) // a lower bound of U_node
+	U, _, _, err := perfmodel.MoradBracket(sc.dem, B, 22) // a lower bound of U_node
 	if err != nil {
 		return math.Inf(1)
 	}
@@ -703,6 +706,13 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 				x = math.Min(x, v)
 			}
 			s.xmin = append(s.xmin, x/in.Model.MaxBW)
+			up := make([]float64, W+1)
+			m := profile.Interp(bw, 0)
+			for r := 1; r <= W; r++ {
+				m = math.Min(m, bw[r-1])
+				up[r] = m
+			}
+			s.xminUpTo = append(s.xminUpTo, up)
 		}
 	}
 	if s.refine && n <= maxLevelApps {

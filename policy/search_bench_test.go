@@ -54,9 +54,9 @@ func BenchmarkOptc(b *testing.B) {
 }
 
 // BenchmarkOptcStalls is the exact search with the stalls bandwidth model at 35,000 MB/s
-// (the README example's model), 6–12 applications.
+// (the README example's model), 6–16 applications.
 func BenchmarkOptcStalls(b *testing.B) {
-	for _, n := range []int{6, 8, 10, 12} {
+	for _, n := range []int{6, 8, 10, 12, 14, 16} {
 		for _, o := range []struct {
 			name string
 			obj  Objective

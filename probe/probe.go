@@ -12,6 +12,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"colo/metric"
 )
 
 // Config is the prober block of the benchmark YAML (thesis Listing 4.16; the evaluation
@@ -117,18 +119,11 @@ func TrimmedMean(xs []float64, drop int) float64 {
 			s = append(s, x)
 		}
 	}
-	if len(s) == 0 {
-		return math.NaN()
-	}
 	sort.Float64s(s)
 	if drop > 0 && len(s) > 2*drop {
 		s = s[drop : len(s)-drop]
 	}
-	sum := 0.0
-	for _, x := range s {
-		sum += x
-	}
-	return sum / float64(len(s))
+	return metric.Mean(s)
 }
 
 // Segment is one measured combination.
@@ -150,16 +145,15 @@ type Result struct {
 
 // Sweep runs one allocation probe.
 type Sweep struct {
-	cfg     Config
-	target  float64 // absolute IPCE target (fraction), 0 = none
-	combos  []Combo
-	next    int
-	segs    []Segment
-	done    bool
-	err     string
-	pick    int // index into segs of the result, -1 = none
-	thresh  float64
-	stopped bool // early stop triggered
+	cfg    Config
+	target float64 // absolute IPCE target (fraction), 0 = none
+	combos []Combo
+	next   int
+	segs   []Segment
+	done   bool
+	err    string
+	pick   int // index into segs of the result, -1 = none
+	thresh float64
 }
 
 // NewSweep starts a sweep. target is the job's IPCE target as a fraction (0 when the job

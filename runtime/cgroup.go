@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"colo/machine"
 )
 
 func nan() float64 { return math.NaN() }
@@ -329,67 +331,13 @@ func slicePath(slice string) string {
 	return p
 }
 
-// ParseCPUList parses cpuset list syntax ("0-3,8,10-11") into sorted, distinct CPUs.
-func ParseCPUList(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(strings.TrimSpace(lo))
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: %q is not a CPU number (want e.g. 0-3,8)", s, part)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: %q is not a range low-high (want e.g. 0-3)", s, part)
-			}
-		}
-		if b-a > 1<<16 {
-			return nil, fmt.Errorf("cpu list %q: range %q too large", s, part)
-		}
-		for c := a; c <= b; c++ {
-			seen[c] = true
-		}
-	}
-	out := make([]int, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
-	}
-	sort.Ints(out)
-	return out, nil
-}
-
-// FormatCPUList is the inverse of ParseCPUList: sorted CPUs with runs collapsed.
-func FormatCPUList(cpus []int) string {
-	c := append([]int(nil), cpus...)
-	sort.Ints(c)
-	var parts []string
-	for i := 0; i < len(c); {
-		j := i
-		for j+1 < len(c) && c[j+1] <= c[j]+1 {
-			j++
-		}
-		if c[j] == c[i] {
-			parts = append(parts, strconv.Itoa(c[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", c[i], c[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
-}
-
 // OnlineCPUs reads /sys/devices/system/cpu/online.
 func OnlineCPUs() ([]int, error) {
 	b, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
 		return nil, err
 	}
-	return ParseCPUList(string(b))
+	return machine.ParseCPUList(strings.TrimSpace(string(b)))
 }
 
 // CPUTime reads a cgroup's cumulative CPU time through a file descriptor kept open

@@ -3,7 +3,6 @@ package runtime
 import (
 	"math"
 	"os"
-	"reflect"
 	"testing"
 	"time"
 )
@@ -134,21 +133,6 @@ func TestExpectedCgroupPath(t *testing.T) {
 	}
 	if _, err := ExpectedCgroupPath("lxc", "", "x"); err == nil {
 		t.Error("unknown driver must fail")
-	}
-}
-
-func TestCPUList(t *testing.T) {
-	got, err := ParseCPUList("8,0-3, 2,10-11")
-	if err != nil || !reflect.DeepEqual(got, []int{0, 1, 2, 3, 8, 10, 11}) {
-		t.Fatalf("%v %v", got, err)
-	}
-	if s := FormatCPUList(got); s != "0-3,8,10-11" {
-		t.Errorf("format %s", s)
-	}
-	for _, bad := range []string{"a", "3-1", "-1", "1-", "0-3,,4"} {
-		if _, err := ParseCPUList(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
 	}
 }
 

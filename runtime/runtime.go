@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"colo/machine"
 )
 
 // Labels colo puts on everything it creates, so that a restarted colo finds and removes
@@ -60,7 +62,7 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("workload name %q: use letters, digits, '.', '_' and '-' (first a letter or digit)", s.Name)
 	}
 	if s.Cpuset != "" {
-		if _, err := ParseCPUList(s.Cpuset); err != nil {
+		if _, err := machine.ParseCPUList(s.Cpuset); err != nil {
 			return fmt.Errorf("workload %s: cpuset: %w", s.Name, err)
 		}
 	}

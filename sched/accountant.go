@@ -2,7 +2,11 @@ package sched
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
+
+	"colo/machine"
+	"colo/resctrl"
 )
 
 // Thesis accountant defaults: system/default keeps 1 way and 10 % memory bandwidth per
@@ -74,7 +78,9 @@ func (a *Accountant) TotalWays() int { return a.totalWays }
 
 // AllocatableMask is the ways groups may use on every socket (all but the reserve, which
 // is kept at the top ways as in thesis Fig. 4.14: exclusive 0x03f, default 0xfc0).
-func (a *Accountant) AllocatableMask() uint64 { return RunMask(0, a.totalWays-a.reserveWays) }
+func (a *Accountant) AllocatableMask() uint64 {
+	return resctrl.Contiguous(0, a.totalWays-a.reserveWays)
+}
 
 // MBABudget is the MBA percentage groups may commit per socket.
 func (a *Accountant) MBABudget() int { return 100 - a.reserveMBA }
@@ -86,14 +92,14 @@ func (a *Accountant) FreeMask(s int) uint64 { return a.AllocatableMask() &^ a.so
 func (a *Accountant) AllocatedMask(s int) uint64 { return a.sockets[s].allocated }
 
 // FreeWays is the number of free allocatable ways on socket s.
-func (a *Accountant) FreeWays(s int) int { return Ways(a.FreeMask(s)) }
+func (a *Accountant) FreeWays(s int) int { return bits.OnesCount64(a.FreeMask(s)) }
 
 // FreeMBA is the uncommitted MBA budget on socket s.
 func (a *Accountant) FreeMBA(s int) int { return a.MBABudget() - a.sockets[s].mbaUsed }
 
 // DefaultMask is the mask system/default keeps on socket s: every way no group holds.
 func (a *Accountant) DefaultMask(s int) uint64 {
-	return RunMask(0, a.totalWays) &^ a.sockets[s].allocated
+	return resctrl.Contiguous(0, a.totalWays) &^ a.sockets[s].allocated
 }
 
 // Group returns a copy of the named group.
@@ -124,8 +130,8 @@ func (a *Accountant) Fit(s, ways, mba int) (now, afterConsolidation bool) {
 		return false, false
 	}
 	free := a.FreeMask(s)
-	_, now = BestFit(free, a.totalWays, ways)
-	return now, Ways(free) >= ways
+	_, now = resctrl.BestFit(free, a.totalWays, ways)
+	return now, bits.OnesCount64(free) >= ways
 }
 
 // Allocate commits a best-fit contiguous run of ways and mba percent on socket s to a
@@ -143,7 +149,7 @@ func (a *Accountant) Allocate(name string, s, ways, mba int) (Group, error) {
 	if mba < 0 || mba > a.FreeMBA(s) {
 		return Group{}, fmt.Errorf("accountant: %q asks for %d%% MBA on socket %d, %d%% uncommitted", name, mba, s, a.FreeMBA(s))
 	}
-	m, ok := BestFit(a.FreeMask(s), a.totalWays, ways)
+	m, ok := resctrl.BestFit(a.FreeMask(s), a.totalWays, ways)
 	if !ok {
 		return Group{}, fmt.Errorf("accountant: no contiguous %d cache ways available on socket %d (free %#x)", ways, s, a.FreeMask(s))
 	}
@@ -161,8 +167,8 @@ func (a *Accountant) Shrink(name string, ways, mba int) (Group, error) {
 	if !ok {
 		return Group{}, fmt.Errorf("accountant: no group %q", name)
 	}
-	if ways < 1 || ways > Ways(g.Mask) || mba < 0 || mba > g.MBA {
-		return Group{}, fmt.Errorf("accountant: cannot shrink %q (%d ways, %d%%) to %d ways, %d%%", name, Ways(g.Mask), g.MBA, ways, mba)
+	if ways < 1 || ways > bits.OnesCount64(g.Mask) || mba < 0 || mba > g.MBA {
+		return Group{}, fmt.Errorf("accountant: cannot shrink %q (%d ways, %d%%) to %d ways, %d%%", name, bits.OnesCount64(g.Mask), g.MBA, ways, mba)
 	}
 	nm, _ := LowestWays(g.Mask, ways)
 	st := &a.sockets[g.Socket]
@@ -193,8 +199,8 @@ func (a *Accountant) Consolidate(s int) []Move {
 	var moves []Move
 	next := 0
 	for _, g := range a.Groups(s) {
-		w := Ways(g.Mask)
-		to := RunMask(next, w)
+		w := bits.OnesCount64(g.Mask)
+		to := resctrl.Contiguous(next, w)
 		next += w
 		if to == g.Mask {
 			continue
@@ -202,7 +208,7 @@ func (a *Accountant) Consolidate(s int) []Move {
 		cur := a.groups[g.Name]
 		st := &a.sockets[s]
 		st.allocated = st.allocated&^cur.Mask | to
-		moves = append(moves, Move{Name: g.Name, Socket: s, From: cur.Mask, To: to, LostWays: Ways(cur.Mask &^ to)})
+		moves = append(moves, Move{Name: g.Name, Socket: s, From: cur.Mask, To: to, LostWays: bits.OnesCount64(cur.Mask &^ to)})
 		cur.Mask = to
 	}
 	return moves
@@ -215,7 +221,10 @@ func (a *Accountant) Check() error {
 	alloc := make([]uint64, len(a.sockets))
 	mba := make([]int, len(a.sockets))
 	for _, g := range a.groups {
-		if !Contiguous(g.Mask) {
+		if g.Mask == 0 {
+			return fmt.Errorf("group %q has no ways", g.Name)
+		}
+		if !machine.Contiguous(g.Mask) {
 			return fmt.Errorf("group %q mask %#x not contiguous", g.Name, g.Mask)
 		}
 		if g.Mask&^a.AllocatableMask() != 0 {

@@ -3,10 +3,12 @@ package sched
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"time"
 
 	"colo/probe"
+	"colo/resctrl"
 )
 
 func init() {
@@ -196,11 +198,11 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 			if d.cfg.Probe.Greedy && len(pr.Segments) > 0 {
 				// greedy: the passing combination that fits best what the socket has
 				// free (its buffer included), judged with the accountant's view
-				i := probe.ChooseGreedy(pr.Segments, pr.Target, d.acct.FreeWays(g.Socket)+Ways(g.Mask), d.acct.FreeMBA(g.Socket)+g.MBA)
+				i := probe.ChooseGreedy(pr.Segments, pr.Target, d.acct.FreeWays(g.Socket)+bits.OnesCount64(g.Mask), d.acct.FreeMBA(g.Socket)+g.MBA)
 				pr.Combo, pr.IPCE = pr.Segments[i].Combo, pr.Segments[i].IPCE
 				pr.Met = pr.IPCE >= pr.Target
 			}
-			ways := min(pr.Ways+d.cfg.Probe.BufferWays, Ways(g.Mask))
+			ways := min(pr.Ways+d.cfg.Probe.BufferWays, bits.OnesCount64(g.Mask))
 			mba := min(pr.MBA+d.cfg.Probe.BufferMem, g.MBA)
 			ng, err := d.acct.Shrink(groupName(j.ID), ways, mba)
 			if err != nil { // cannot happen: the result lies inside the buffer
@@ -219,7 +221,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 	// optional eager defragmentation (Config.Defragment)
 	if d.cfg.Defragment {
 		for s := 0; s < d.acct.Sockets(); s++ {
-			if free := d.acct.FreeMask(s); free != 0 && LargestRun(free, d.acct.TotalWays()) < Ways(free) {
+			if free := d.acct.FreeMask(s); free != 0 && LargestRun(free, d.acct.TotalWays()) < bits.OnesCount64(free) {
 				d.consolidate(s, &out, logf)
 			}
 		}
@@ -360,8 +362,8 @@ func (d *Dynamic) fitBuffer(j *djob, ways, mba int) (now, afterConsolidation boo
 		return false, false
 	}
 	free := d.acct.FreeMask(j.socket) | g.Mask
-	_, now = BestFit(free, d.acct.TotalWays(), ways)
-	return now, Ways(free) >= ways
+	_, now = resctrl.BestFit(free, d.acct.TotalWays(), ways)
+	return now, bits.OnesCount64(free) >= ways
 }
 
 // forceMove makes room for priority job q that fits on no socket: on the best-ranked
@@ -484,7 +486,7 @@ func (d *Dynamic) priorityRanking(free [][]int) []int {
 	type rank struct{ s, ways, mba, prio int }
 	var rs []rank
 	for s := range free {
-		ways, mba, prio := Ways(d.acct.AllocatedMask(s)), d.acct.MBABudget()-d.acct.FreeMBA(s), 0
+		ways, mba, prio := bits.OnesCount64(d.acct.AllocatedMask(s)), d.acct.MBABudget()-d.acct.FreeMBA(s), 0
 		for _, j := range d.sorted() {
 			if j.socket != s || !j.Priority {
 				continue

@@ -1,11 +1,19 @@
 package sched
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 func init() {
 	f := func(env Env) (Scheduler, error) {
 		if len(env.Config.Options) > 0 {
-			return nil, fmt.Errorf("least-loaded takes no scheduler.options (got %d keys)", len(env.Config.Options))
+			keys := make([]string, 0, len(env.Config.Options))
+			for k := range env.Config.Options {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			return nil, fmt.Errorf("least-loaded takes no scheduler.options; remove %v", keys)
 		}
 		return &LeastLoaded{machine: env}, nil
 	}

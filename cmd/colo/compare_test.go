@@ -46,7 +46,7 @@ func loadOn(t *testing.T, file, platform string) *bench.Benchmark {
 func TestDcatThroughRunLoop(t *testing.T) {
 	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "sim")
 	rec := &bench.Memory{}
-	if _, err := runWith(bm, "dcat", rec); err != nil {
+	if _, err := bench.RunScheduler(bm, "dcat", rec); err != nil {
 		t.Fatal(err)
 	}
 	last := map[int]uint64{}
@@ -79,10 +79,10 @@ func TestDcatThroughRunLoop(t *testing.T) {
 // an earlier reference is ever observed (act only on observed hurt).
 func TestCompareFig15(t *testing.T) {
 	bm := loadOn(t, "../../examples/dcat/fig15-mlr-mload.yaml", "sim")
-	memo := map[string]float64{}
-	rows := map[string]compareRow{}
+	cmp := bench.NewComparer()
+	rows := map[string]bench.SchedulerOutcome{}
 	for _, n := range []string{"shared", "static-cat", "dcat", "vp"} {
-		r, err := compareOne(bm, n, memo)
+		r, err := cmp.Scheduler(bm, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,9 +108,9 @@ func TestCompareFig15(t *testing.T) {
 // arrival is observed hurt; vp acts and the victim ends less slowed than under shared.
 func TestCompareVPExample(t *testing.T) {
 	bm := loadOn(t, "../../examples/vp/victim-aggressor-hog.yaml", "sim")
-	memo := map[string]float64{}
+	cmp := bench.NewComparer()
 	rec := &bench.Memory{}
-	if _, err := runWith(bm, "vp", rec); err != nil {
+	if _, err := bench.RunScheduler(bm, "vp", rec); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range rec.Events {
@@ -118,9 +118,9 @@ func TestCompareVPExample(t *testing.T) {
 			t.Logf("%6.1fs %s %s", e.T.Seconds(), e.Kind, e.Text)
 		}
 	}
-	var rows []compareRow
+	var rows []bench.SchedulerOutcome
 	for _, n := range []string{"shared", "vp"} {
-		r, err := compareOne(bm, n, memo)
+		r, err := cmp.Scheduler(bm, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,11 +143,11 @@ func TestLFOCPlusThroughRunLoop(t *testing.T) {
 	if len(files) != 6 {
 		t.Fatalf("%d LFOC mixes", len(files))
 	}
-	memo := map[string]float64{}
+	cmp := bench.NewComparer()
 	for _, f := range files {
 		bm := loadOn(t, f, "testsim")
 		rec := &bench.Memory{}
-		res, err := runWith(bm, "lfoc+", rec)
+		res, err := bench.RunScheduler(bm, "lfoc+", rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,9 +163,9 @@ func TestLFOCPlusThroughRunLoop(t *testing.T) {
 		if starts < len(bm.Jobs)-1 || ends < len(bm.Jobs)-2 {
 			t.Errorf("%s: %d sampling activations, %d completed, for %d jobs", f, starts, ends, len(bm.Jobs))
 		}
-		rows := map[string]compareRow{}
+		rows := map[string]bench.SchedulerOutcome{}
 		for _, n := range []string{"shared", "lfoc+"} {
-			r, err := compareOne(bm, n, memo)
+			r, err := cmp.Scheduler(bm, n)
 			if err != nil {
 				t.Fatal(err)
 			}

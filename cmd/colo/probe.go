@@ -12,7 +12,6 @@ import (
 	"colo/machine"
 	"colo/probe"
 	"colo/probe/dockerprobe"
-	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/sim"
 )
@@ -131,7 +130,7 @@ without it there is no isolation.`,
 				}
 				dc := dockerprobe.Config{Image: image, Target: args, TargetCPU: targetCPU, Probe: cfg, Warmup: warmup, ResctrlRoot: resctrlRoot}
 				if nbCPUs != "" {
-					l, err := rt.ParseCPUList(nbCPUs)
+					l, err := machine.ParseCPUList(nbCPUs)
 					if err != nil {
 						return badInput(fmt.Errorf("--neighbour-cpus %q: %w", nbCPUs, err))
 					}

@@ -21,7 +21,7 @@ import (
 func TestVPLadderThroughRunLoop(t *testing.T) {
 	bm := loadOn(t, "../../examples/vp/victim-aggressor-hog.yaml", "sim")
 	rec := &bench.Memory{}
-	if _, err := runWith(bm, "vp", rec); err != nil {
+	if _, err := bench.RunScheduler(bm, "vp", rec); err != nil {
 		t.Fatal(err)
 	}
 	id := map[string]int{}
@@ -76,8 +76,8 @@ func TestVPLadderThroughRunLoop(t *testing.T) {
 		t.Fatalf("ladder:\n got  %s\n want %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
 	}
 	wantMoves := []string{
-		"36 hog socket 0 -> 1 cores 17,18,19,20,21,22,23,24,25,26,27,28",
-		"38 hog socket 1 -> 0 cores 2,3,4,5,6,7,8,9,10,11,12,13",
+		"36 hog socket 0 -> 1 cores 17-28",
+		"38 hog socket 1 -> 0 cores 2-13",
 		"38 aggressor socket 0 -> 1 cores 17",
 	}
 	if strings.Join(moves, "\n") != strings.Join(wantMoves, "\n") {

@@ -616,7 +616,7 @@ func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
 	}
 	spec := rt.Spec{
 		Name:    fmt.Sprintf("colo-%s-j%d-%s", p.run, js.ID, sanitize(js.Name)),
-		Command: args, Env: js.Env, Cpuset: rt.FormatCPUList(cpus),
+		Command: args, Env: js.Env, Cpuset: machine.FormatCPUList(cpus),
 		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name},
 	}
 	if a := sanitize(js.Name); a != "" {
@@ -840,7 +840,7 @@ func (p *Platform) Move(id int, cpus []int) error {
 	if err != nil {
 		return err
 	}
-	if err := p.rtm.SetCpuset(p.ctx, j.rid, rt.FormatCPUList(cpus)); err != nil {
+	if err := p.rtm.SetCpuset(p.ctx, j.rid, machine.FormatCPUList(cpus)); err != nil {
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
 	c, _ := p.read(j)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -251,7 +252,9 @@ func TestAllocationsAndCPUTime(t *testing.T) {
 	if err := pf.SetAllocation(js.ID, 0, 0xf0, 50); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := rdt.Tasks("colo.j0"); len(got) != len(tids)-1 {
+	// The Go runtime in the container may start threads meanwhile: those move too, so
+	// the class must hold every listed thread but the vanished one (and may hold more).
+	if got, _ := rdt.Tasks("colo.j0"); slices.Contains(got, tids[0]) || !containsAll(got, tids[1:]) {
 		t.Errorf("class has %v, want every thread but the vanished %d of %v", got, tids[0], tids)
 	}
 	if n := pf.Notes()[before:]; len(n) != 0 {
@@ -491,7 +494,8 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 		{Type: R, Config: 0x40004a3}:                              1.0e9, // cycle_activity.stalls_total (Ice Lake-SP)
 		{Type: R, Config: 0x60006a3}:                              0.4e9, // cycle_activity.stalls_l3_miss
 	}, 0.25)
-	bm := parseBench(t, smokeYAML)
+	// 2 s per job: ~18 samples each at 100 ms, of which 5 are needed
+	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
 	o := e.options(nil)
 	o.PerfSys, o.Microarch = pmu, "icelake-sp"
 	pf, err := New(bm, o)
@@ -542,4 +546,13 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 	if k := pmu.OpenFDs(); k != 0 {
 		t.Errorf("%d perf descriptors left open", k)
 	}
+}
+
+func containsAll(have, want []int) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -525,7 +525,7 @@ func fromSpec(spec string, threads int) (sim.Workload, error) {
 func fromCommand(cmd string) (sim.Workload, error) {
 	fields := strings.Fields(cmd)
 	if len(fields) == 0 {
-		return sim.Workload{}, fmt.Errorf("empty command")
+		return sim.Workload{}, fmt.Errorf("empty command: give the program and its flags (e.g. neighbor --buffer-size 16MB) or set `workload:`")
 	}
 	prog := fields[0]
 	if i := strings.LastIndex(prog, "/"); i >= 0 {
@@ -556,7 +556,7 @@ func fromCommand(cmd string) (sim.Workload, error) {
 			if v, ok := strings.CutPrefix(f, "-mx="); ok {
 				n, err := strconv.Atoi(v)
 				if err != nil {
-					return sim.Workload{}, fmt.Errorf("-mx=%s", v)
+					return sim.Workload{}, fmt.Errorf("7z -mx=%s: the compression level must be an integer (e.g. -mx=5)", v)
 				}
 				level = n
 			} else if v, ok := strings.CutPrefix(f, "-mx"); ok && v != "" {

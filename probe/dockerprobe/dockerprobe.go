@@ -39,6 +39,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"colo/machine"
 	"colo/metric"
 	"colo/perf"
 	"colo/probe"
@@ -271,7 +272,7 @@ func SameLLC(cpu int) ([]int, error) {
 		if _, err := fmt.Sscan(strings.TrimSpace(string(lb)), &lvl); err != nil || lvl <= best {
 			continue
 		}
-		if l, err := rt.ParseCPUList(strings.TrimSpace(string(sb))); err == nil {
+		if l, err := machine.ParseCPUList(strings.TrimSpace(string(sb))); err == nil {
 			best, shared = lvl, l
 		}
 	}
@@ -336,7 +337,7 @@ func (n *neighbour) Start(ctx context.Context, kind string) (func() error, error
 	if i := slices.Index(probe.Stressors, kind); i >= 0 && n.s != nil {
 		n.s.segment(i + 1)
 	}
-	spec := rt.Spec{Name: n.name + "-nb-" + kind, Image: n.image, Cpuset: rt.FormatCPUList(n.cpus),
+	spec := rt.Spec{Name: n.name + "-nb-" + kind, Image: n.image, Cpuset: machine.FormatCPUList(n.cpus),
 		Command: []string{"stress", kind, "--workers", fmt.Sprint(len(n.cpus)), "--interval", "50ms", "--json"}}
 	id, err := create(ctx, n.r, spec, "neighbour")
 	if err != nil {

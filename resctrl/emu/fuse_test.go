@@ -83,8 +83,11 @@ func TestFUSEShell(t *testing.T) {
 		}
 	}()
 	run := func(script string) (string, error) {
-		cmd := exec.Command(sh, "-c", script)
-		cmd.Dir = dir
+		// Not cmd.Dir = dir: the forked child would chdir into the mount before exec,
+		// while this process, which serves the mount, holds syscall.ForkLock waiting
+		// for that exec; the FUSE request can then deadlock. bash changes directory
+		// after exec instead.
+		cmd := exec.Command(sh, "-c", "cd \"$0\" && "+script, dir)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

@@ -17,12 +17,14 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"colo/machine"
 	rt "colo/runtime"
 )
 
@@ -168,7 +170,7 @@ func (r *Runtime) UseNetwork(ctx context.Context, name string) error {
 // RemoveNetwork deletes a network colo created; a missing network is not an error.
 func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	err := r.cli.NetworkRemove(ctx, name)
-	if err != nil && !client.IsErrNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return r.wrap(err, "remove network "+name)
 	}
 	return nil
@@ -196,7 +198,7 @@ func (r *Runtime) wrap(err error, what string) error {
 	switch {
 	case client.IsErrConnectionFailed(err):
 		return unavailable(r.host, err)
-	case client.IsErrNotFound(err):
+	case cerrdefs.IsNotFound(err):
 		return fmt.Errorf("%s: %w: %v", what, rt.ErrNotFound, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
@@ -208,7 +210,7 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 	if err == nil {
 		return true, nil
 	}
-	if client.IsErrNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return false, nil
 	}
 	return false, r.wrap(err, "inspect image "+ref)
@@ -304,7 +306,7 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 
 // SetCpuset implements runtime.Runtime (docker update --cpuset-cpus).
 func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
-	if _, err := rt.ParseCPUList(cpus); err != nil {
+	if _, err := machine.ParseCPUList(cpus); err != nil {
 		return err
 	}
 	_, err := r.cli.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{CpusetCpus: cpus}})

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
@@ -123,7 +124,7 @@ func BuildScratchImage(ctx context.Context, cli *client.Client, tag string, file
 // RemoveImage deletes an image (forced, children pruned); a missing image is not an error.
 func RemoveImage(ctx context.Context, cli *client.Client, ref string) error {
 	_, err := cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true, PruneChildren: true})
-	if err != nil && !client.IsErrNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove image %s: %w", ref, err)
 	}
 	return nil

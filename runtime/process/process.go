@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"colo/machine"
 	rt "colo/runtime"
 )
 
@@ -574,7 +575,7 @@ func (r *Runtime) readState(name string) (stateFile, error) {
 
 // SetCpuset implements runtime.Runtime.
 func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
-	if _, err := rt.ParseCPUList(cpus); err != nil {
+	if _, err := machine.ParseCPUList(cpus); err != nil {
 		return err
 	}
 	w, err := r.get(id)

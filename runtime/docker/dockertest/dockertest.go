@@ -1,5 +1,6 @@
 // Package dockertest holds helpers for tests that need a real dockerd: they fail in CI
-// (CI=true, where scripts/setup.sh starts dockerd) and skip with a message elsewhere.
+// (CI=true, where scripts/setup.sh starts dockerd) and skip with a message elsewhere
+// (internal/testenv.Need).
 package dockertest
 
 import (
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/testenv"
 	"colo/runtime/docker"
 )
 
@@ -21,12 +23,7 @@ func Require(t testing.TB, opts docker.Options) *docker.Runtime {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r, err := docker.New(ctx, opts)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Docker tests must run in CI: %v", err)
-		}
-		t.Skipf("skipping: %v (these tests run in CI where dockerd is started)", err)
-	}
+	testenv.Need(t, "dockerd (apt-get install docker.io; scripts/setup.sh installs and starts it)", err)
 	t.Cleanup(func() { r.Close() })
 	return r
 }

@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"colo/metric"
+	"colo/sched"
+)
+
+// Shared is the pseudo-scheduler name of `colo compare`'s baseline: least-loaded placement
+// with every job in system/default (no partitioning).
+const Shared = "shared"
+
+// SchedulerOutcome is one scheduler's outcome in a comparison by slowdowns (`colo
+// compare`); the JSON keys are stable.
+type SchedulerOutcome struct {
+	Name             string        `json:"name"`
+	STP              float64       `json:"stp"`
+	ANTT             float64       `json:"antt"`
+	Unfairness       float64       `json:"unfairness"`
+	WorstSlowdown    float64       `json:"worst_slowdown"`
+	Reconfigurations int           `json:"reconfigurations"`
+	ReconfigPerMin   float64       `json:"reconfigurations_per_minute"`
+	MovedWays        int           `json:"moved_ways"`
+	VirtualSeconds   float64       `json:"virtual_seconds"`
+	Jobs             []JobSlowdown `json:"jobs"`
+}
+
+// JobSlowdown is one job's IPC in the run, alone, and its slowdown S = IPC alone / IPC.
+type JobSlowdown struct {
+	Name     string  `json:"name"`
+	IPC      float64 `json:"ipc"`
+	IPCAlone float64 `json:"ipc_alone"`
+	Slowdown float64 `json:"slowdown"`
+}
+
+// ipcRecorder sums instructions and cycles per job and counts reconfigurations: the
+// distinct times at which the scheduler changed an allocation, moved or re-pinned a job or
+// changed its CPU quota (one tick that resizes several groups is one reconfiguration).
+type ipcRecorder struct {
+	Discard
+	instr, cycles map[int]float64
+	reconfig      int
+	at            map[time.Duration]bool
+}
+
+func newIPCRecorder() *ipcRecorder {
+	return &ipcRecorder{instr: map[int]float64{}, cycles: map[int]float64{}, at: map[time.Duration]bool{}}
+}
+
+func (r *ipcRecorder) mark(t time.Duration) {
+	if !r.at[t] {
+		r.at[t] = true
+		r.reconfig++
+	}
+}
+
+func (r *ipcRecorder) Sample(s SampleRecord) error {
+	r.instr[s.Job] += s.Instructions
+	r.cycles[s.Job] += s.Cycles
+	return nil
+}
+
+func (r *ipcRecorder) Allocation(a AllocationRecord) error {
+	if a.Source == "sched" {
+		r.mark(a.T)
+	}
+	return nil
+}
+
+func (r *ipcRecorder) Event(e EventRecord) error {
+	if e.Kind == "migrate" || e.Kind == "repin" || e.Kind == "quota" {
+		r.mark(e.T)
+	}
+	return nil
+}
+
+// RunScheduler runs bm under the named scheduler (or Shared) on a fresh platform with
+// counters on, recording into rec (nil: discard). The scheduler is built for the
+// platform's machine. Scheduler options the scheduler rejects are a bad-input
+// *Error naming bm's file.
+func RunScheduler(bm *Benchmark, name string, rec Recorder) (*Result, error) {
+	b := *bm
+	b.Data.Perf = true
+	impl := name
+	b.Sched.Options = bm.Sched.Options
+	if name == Shared {
+		impl = "least-loaded"
+		b.Sched.RDT = false
+		b.Sched.Options = nil
+	}
+	b.Sched.Implementation = impl
+	pf, err := NewPlatform(&b)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	// the platform's machine, as in RunAll: on linux it is the detected host
+	s, err := sched.New(impl, sched.Env{Machine: pf.Machine(), Config: b.Sched, IPCEUnavailable: IPCEUnavailable(pf)})
+	if err != nil {
+		return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
+	}
+	return Run(&b, pf, s, Options{Recorder: rec})
+}
+
+// Comparer compares schedulers by the jobs' slowdowns; it remembers each job's run-alone
+// IPC (by workload, image, cores, CPUs and length) across the schedulers it runs.
+type Comparer struct{ alone map[string]float64 }
+
+// NewComparer returns a Comparer with no run-alone IPCs yet.
+func NewComparer() *Comparer { return &Comparer{alone: map[string]float64{}} }
+
+// Compare runs bm under every named scheduler (Shared allowed) and returns their outcomes
+// in order.
+func Compare(bm *Benchmark, names []string) ([]SchedulerOutcome, error) {
+	c := NewComparer()
+	var out []SchedulerOutcome
+	for _, n := range names {
+		o, err := c.Scheduler(bm, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// aloneIPC runs job j by itself (arriving at 0, same length) under Shared and returns its
+// IPC.
+func (c *Comparer) aloneIPC(bm *Benchmark, j JobSpec) (float64, error) {
+	length := j.Length
+	if length == 0 && j.StopAt > 0 {
+		length = j.StopAt - j.Arrival
+	}
+	key := fmt.Sprintf("%s|%s|%d|%v|%v", j.Workload, j.Image, j.Cores, j.CPUs, length)
+	if v, ok := c.alone[key]; ok {
+		return v, nil
+	}
+	b := *bm
+	solo := j
+	solo.Arrival, solo.StopAt = 0, 0
+	solo.Length = length
+	if length == 0 {
+		solo.Length = bm.MaxT
+	}
+	b.Jobs = []JobSpec{solo}
+	b.MaxT = solo.Length + time.Second
+	rec := newIPCRecorder()
+	if _, err := RunScheduler(&b, Shared, rec); err != nil {
+		return 0, err
+	}
+	v := metric.IPC(rec.instr[solo.ID], rec.cycles[solo.ID])
+	c.alone[key] = v
+	return v, nil
+}
+
+// Scheduler runs bm under the named scheduler and every job that ran alone, and returns
+// the slowdown metrics (metric.STP, metric.ANTT, metric.Unfairness, worst slowdown) over
+// the jobs that ran, the reconfigurations and the ways consolidation moved.
+func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, error) {
+	rec := newIPCRecorder()
+	res, err := RunScheduler(bm, name, rec)
+	if err != nil {
+		return SchedulerOutcome{}, err
+	}
+	row := SchedulerOutcome{Name: name, Reconfigurations: rec.reconfig, MovedWays: res.ConsolidatedWays,
+		VirtualSeconds: res.Virtual.Seconds()}
+	if row.VirtualSeconds > 0 {
+		row.ReconfigPerMin = float64(rec.reconfig) / row.VirtualSeconds * 60
+	}
+	var slow []float64
+	specs := map[int]JobSpec{}
+	for _, j := range bm.Jobs {
+		specs[j.ID] = j
+	}
+	ids := make([]int, 0, len(rec.instr))
+	for id := range rec.instr {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		ipc := metric.IPC(rec.instr[id], rec.cycles[id])
+		if math.IsNaN(ipc) || ipc <= 0 {
+			continue
+		}
+		a, err := c.aloneIPC(bm, specs[id])
+		if err != nil {
+			return SchedulerOutcome{}, err
+		}
+		s := metric.Slowdown(a, ipc)
+		slow = append(slow, s)
+		row.Jobs = append(row.Jobs, JobSlowdown{Name: specs[id].Name, IPC: ipc, IPCAlone: a, Slowdown: s})
+	}
+	if len(slow) == 0 {
+		return row, fmt.Errorf("%s: no job ran under %s: check that the jobs arrive before max_t and that the platform records counters (data.perf)", bm.File, name)
+	}
+	row.STP = metric.STP(slow)
+	row.ANTT = metric.ANTT(slow)
+	row.Unfairness = metric.Unfairness(slow)
+	for _, s := range slow {
+		row.WorstSlowdown = math.Max(row.WorstSlowdown, s)
+	}
+	return row, nil
+}
