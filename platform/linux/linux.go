@@ -108,6 +108,9 @@ type Options struct {
 	// StartGrace is how long Start watches a new workload for an immediate exit
 	// (default 150 ms).
 	StartGrace time.Duration
+	// Machine, when set, replaces the machine detected from sysfs and the resctrl mount
+	// (tests: an AMD machine with one L3 domain per CCX on the in-process emulator).
+	Machine *machine.Profile
 	// Opened, when set, is called with the platform at the end of a successful New
 	// (tests: inspect the platform `colo run` builds through the registered factory).
 	Opened func(*Platform)
@@ -290,7 +293,10 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	if p.rdt != nil {
 		rroot = p.rdt.Root()
 	}
-	m, err := machine.Detect("/sys", rroot)
+	m, err := o.Machine, error(nil)
+	if m == nil {
+		m, err = machine.Detect("/sys", rroot)
+	}
 	if err != nil {
 		p.teardown()
 		return nil, fmt.Errorf("detect this machine: %w", err)
@@ -890,7 +896,7 @@ func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 		mba = 0
 	}
 	if j.ctrl != "" {
-		if err := p.rdt.SetSchemata(j.ctrl, socket, mask, mba); err != nil {
+		if err := p.setSocket(j.ctrl, socket, mask, mba); err != nil {
 			return fmt.Errorf("job %s: %w", j.spec.Name, err)
 		}
 		return nil
@@ -898,7 +904,7 @@ func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 	if err := p.rdt.CreateGroup(name); err != nil {
 		return fmt.Errorf("job %s: create control group %s: %w", j.spec.Name, name, err)
 	}
-	if err := p.rdt.SetSchemata(name, socket, mask, mba); err != nil {
+	if err := p.setSocket(name, socket, mask, mba); err != nil {
 		p.rdt.RemoveGroup(name)
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
@@ -934,22 +940,66 @@ func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
 	if p.rdt == nil {
 		return p.noRDT()
 	}
-	p.mu.Lock()
-	_, saved := p.defMask[socket]
-	p.mu.Unlock()
-	if !saved {
-		orig, _, err := p.rdt.ReadSchemata("", socket)
+	doms, err := resctrl.SocketDomains(p.m, socket)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for _, d := range doms {
+		p.mu.Lock()
+		_, saved := p.defMask[d]
+		p.mu.Unlock()
+		if saved {
+			continue
+		}
+		orig, _, err := p.rdt.ReadSchemata("", d)
 		if err != nil {
 			return fmt.Errorf("system/default: %w", err)
 		}
 		p.mu.Lock()
-		p.defMask[socket] = orig
+		p.defMask[d] = orig
 		p.mu.Unlock()
+		changed = true
+	}
+	if changed {
 		if err := p.saveState(); err != nil {
 			return err
 		}
 	}
-	return p.rdt.SetSchemata("", socket, mask, 0)
+	return p.setSocket("", socket, mask, 0)
+}
+
+// setSocket writes L3 mask and (mba > 0) MB value on every resctrl domain of socket
+// (resctrl.SocketDomains: the socket's one L3 on Intel, each of its CCXs on AMD), so a
+// per-socket decision covers the whole socket. If a domain's write fails, the domains
+// already written get their previous values back: nothing is half-applied.
+func (p *Platform) setSocket(path string, socket int, mask uint64, mba int) error {
+	doms, err := resctrl.SocketDomains(p.m, socket)
+	if err != nil {
+		return err
+	}
+	type prev struct {
+		dom  int
+		mask uint64
+		mba  int
+	}
+	var done []prev
+	for _, d := range doms {
+		m0, b0, err := p.rdt.ReadSchemata(path, d)
+		if err == nil {
+			err = p.rdt.SetSchemata(path, d, mask, mba)
+		}
+		if err != nil {
+			for _, o := range done {
+				if rerr := p.rdt.SetSchemata(path, o.dom, o.mask, o.mba); rerr != nil {
+					return fmt.Errorf("socket %d domain %d: %w (and restoring domain %d failed: %v)", socket, d, err, o.dom, rerr)
+				}
+			}
+			return fmt.Errorf("socket %d domain %d: %w", socket, d, err)
+		}
+		done = append(done, prev{d, m0, b0})
+	}
+	return nil
 }
 
 // Read implements bench.Platform. It syncs the container's threads into its resctrl
@@ -1027,7 +1077,23 @@ func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
 	if p.rdt == nil {
 		return bench.AllocationReading{}, nil
 	}
-	mask, mba, err := p.rdt.ReadSchemata(j.ctrl, j.socket)
+	doms, err := resctrl.SocketDomains(p.m, j.socket)
+	if err != nil {
+		return bench.AllocationReading{}, err
+	}
+	mask, mba, err := p.rdt.ReadSchemata(j.ctrl, doms[0])
+	if err != nil {
+		return bench.AllocationReading{}, err
+	}
+	for _, d := range doms[1:] { // setSocket writes them all alike
+		m, b, err := p.rdt.ReadSchemata(j.ctrl, d)
+		if err != nil {
+			return bench.AllocationReading{}, err
+		}
+		if m != mask || b != mba {
+			return bench.AllocationReading{}, fmt.Errorf("job %s: group %q differs across socket %d's domains: domain %d L3 %#x MB %d, domain %d L3 %#x MB %d", j.spec.Name, j.ctrl, j.socket, doms[0], mask, mba, d, m, b)
+		}
+	}
 	if err != nil {
 		return bench.AllocationReading{}, err
 	}
