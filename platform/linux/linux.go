@@ -141,6 +141,7 @@ type job struct {
 	base    bench.Counters // counts of counters closed by Move
 	ctrl    string         // resctrl control group ("" = system/default)
 	mon     string         // resctrl monitoring group
+	quota   float64        // CPU quota (fraction of its cores' time; 0 or 1: none)
 	done    chan struct{}
 
 	mu           sync.Mutex
@@ -180,6 +181,7 @@ type Platform struct {
 var (
 	_ bench.Platform        = (*Platform)(nil)
 	_ bench.CounterReporter = (*Platform)(nil)
+	_ bench.QuotaSetter     = (*Platform)(nil)
 )
 
 // state is written to StateDir so a restarted colo can undo a crashed run's changes.
@@ -854,11 +856,43 @@ func (p *Platform) Move(id int, cpus []int) error {
 	p.closeCounters(j)
 	j.cpus, j.socket = append([]int(nil), cpus...), p.m.SocketOfCore(cpus[0])
 	p.openCounters(j)
+	if j.quota > 0 && j.quota < 1 { // the quota is per core: it follows the job's core count
+		if err := p.SetQuota(id, j.quota); err != nil {
+			return err
+		}
+	}
 	if p.rdt != nil && j.ctrl != "" {
 		if err := p.SetAllocation(id, j.socket, 0, 0); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// SetQuota implements bench.QuotaSetter: job id may run quota ∈ (0, 1] of its cores'
+// time, a CFS bandwidth limit on its cgroup (runtime.CFSQuota over runtime.CFSPeriod;
+// Docker: the container's CPUQuota/CPUPeriod, process runtime: cpu.cfs_quota_us or
+// cpu.max). 1 removes the limit. A later Move keeps the fraction on the new cores.
+func (p *Platform) SetQuota(id int, quota float64) error {
+	j, err := p.get(id)
+	if err != nil {
+		return err
+	}
+	if !(quota > 0 && quota <= 1) {
+		return fmt.Errorf("job %s: CPU quota %v: want a fraction in (0, 1] of its cores' time", j.spec.Name, quota)
+	}
+	qs, ok := p.rtm.(rt.QuotaSetter)
+	if !ok {
+		return fmt.Errorf("job %s: the %s runtime cannot limit CPU time", j.spec.Name, p.rtm.Name())
+	}
+	q, err := rt.CFSQuota(quota, len(j.cpus), rt.CFSPeriod)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j.spec.Name, err)
+	}
+	if err := qs.SetCPUQuota(p.ctx, j.rid, q, rt.CFSPeriod); err != nil {
+		return fmt.Errorf("job %s: %w", j.spec.Name, err)
+	}
+	j.quota = quota
 	return nil
 }
 
