@@ -176,6 +176,7 @@ type Platform struct {
 	closed  bool
 	defMask map[int]uint64 // default-group masks the platform changed (original values)
 	noIPCE  string         // why IPCE cannot be measured here ("" it can)
+	noL2    string         // why L2 misses cannot be counted here ("" they can)
 }
 
 var (
@@ -314,8 +315,11 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.teardown()
 		return nil, err
 	}
-	if p.noIPCE = p.probeIPCE(); p.noIPCE != "" {
+	if p.noIPCE, p.noL2 = p.probeCounters(); p.noIPCE != "" {
 		p.notef("IPCE unavailable: %s; IPC/IPCE are reported as unavailable and the dynamic scheduler does not probe allocations", p.noIPCE)
+	}
+	if p.noL2 != "" {
+		p.notef("L2 misses unavailable: %s; they stay 0 and VP's memory factor uses LLC references instead", p.noL2)
 	}
 	p.start = time.Now()
 	ok = true
@@ -338,13 +342,15 @@ func percentMBA(m *machine.Profile) bool {
 	return true
 }
 
-// probeIPCE opens perf counters on colo's own cgroup, as Start will on each job's, and
-// says why IPCE cannot be measured: it needs hardware cycles and the
-// microarchitecture's stall-cycles raw event ("" when both open).
-func (p *Platform) probeIPCE() string {
+// probeCounters opens perf counters on colo's own cgroup, as Start will on each job's,
+// and says why IPCE cannot be measured (it needs hardware cycles and the
+// microarchitecture's stall-cycles raw event) and why L2 misses cannot be counted (the
+// microarchitecture's raw L2-miss event); "" when they open.
+func (p *Platform) probeCounters() (noIPCE, noL2 string) {
 	cg, err := rt.CgroupOfPID(os.Getpid())
 	if err != nil {
-		return "perf: colo's own cgroup: " + err.Error()
+		why := "perf: colo's own cgroup: " + err.Error()
+		return why, why
 	}
 	cpu := 0
 	if cpus, err := machine.ParseCPUList(readTrim("/sys/devices/system/cpu/online")); err == nil && len(cpus) > 0 {
@@ -352,19 +358,30 @@ func (p *Platform) probeIPCE() string {
 	}
 	c, err := perf.OpenCgroup(cg.PerfEventDir(), []int{cpu}, perf.Options{Sys: p.o.PerfSys, Microarch: p.o.Microarch, Quiet: true})
 	if err != nil {
-		return err.Error()
+		return err.Error(), err.Error()
 	}
 	defer c.Close()
 	if c.Mode() != perf.ModeHardware {
-		return fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
+		why := fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
+		return why, why
 	}
+	noIPCE = "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
+	noL2 = "no raw L2-miss event for this CPU (perf/events.yaml l2_miss)"
 	for _, e := range c.Events() {
-		if e == perf.StallsTotal {
-			return ""
+		switch e {
+		case perf.StallsTotal:
+			noIPCE = ""
+		case perf.L2Misses:
+			noL2 = ""
 		}
 	}
-	return "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
+	return noIPCE, noL2
 }
+
+// L2MissesUnavailable returns "" when jobs' L2 misses are counted (a hardware PMU and
+// the microarchitecture's raw L2-miss event, perf/events.yaml), else why not; then
+// bench.Counters.L2Misses stay 0, which sched.Sample documents as "no such counter".
+func (p *Platform) L2MissesUnavailable() string { return p.noL2 }
 
 func readTrim(path string) string {
 	b, _ := os.ReadFile(path)
@@ -1077,6 +1094,7 @@ func (p *Platform) read(j *job) (bench.Counters, error) {
 		c.Cycles += t[perf.Cycles]
 		c.StallsTotal += t[perf.StallsTotal]
 		c.StallsL3Miss += t[perf.StallsL3Miss]
+		c.L2Misses += t[perf.L2Misses] // absent (0) without the raw event
 		c.LLCReferences += t[perf.CacheReferences]
 		c.LLCMisses += t[perf.CacheMisses]
 		if v, ok := t[perf.TaskClock]; ok {
