@@ -270,8 +270,8 @@ func TestPlatformCheckRunsFirst(t *testing.T) {
 // writes (embedded store.Summary flattened, omitempty honoured).
 func TestSummaryJSONMatchesEncodingJSON(t *testing.T) {
 	type plain Summary // no MarshalJSON method
-	s := Summary{Summary: store.Summary{Name: "x", PriorityIPCE: 71.5, TimeOverTargetP90: 0.25, JobsCompleted: 3},
-		JobsTotal: 4, Probes: 2, Notes: []string{"n"}}
+	s := Summary{Summary: store.Summary{Name: "x", PriorityIPCE: 71.5, TimeOverTargetP90: 0.25, JobsCompleted: 3, Notes: []string{"n"}},
+		JobsTotal: 4, Probes: 2}
 	for _, v := range []Summary{s, {Summary: store.Summary{Name: "y"}}} {
 		got, err := json.Marshal(v)
 		if err != nil {

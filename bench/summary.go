@@ -36,9 +36,6 @@ type Summary struct {
 	AllocationErrors int `json:"allocation_errors"`
 	AllocMismatches  int `json:"allocation_mismatches"`
 	Samples          int `json:"samples"`
-	// Notes say what the run could not do on its platform (e.g. IPCE unavailable); the
-	// key is absent when there is nothing to say.
-	Notes []string `json:"notes,omitempty"`
 }
 
 // Summarize computes the headline of a run.

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"colo/machine"
 	"colo/metric"
@@ -236,6 +237,12 @@ func (d *runData) load(st *store.Store) error {
 	return nil
 }
 
+// partitionOnly tells whether the run holds partitioning results and nothing a scheduler
+// run records (jobs, samples, allocations, events, probes).
+func (d *runData) partitionOnly() bool {
+	return len(d.parts) > 0 && len(d.jobs) == 0 && d.nSamples == 0 && len(d.allocs) == 0 && len(d.events) == 0 && len(d.probes) == 0
+}
+
 // jobIDs returns the ids of jobs with samples, sorted, batch first then priority (so
 // priority lines are drawn on top).
 func (d *runData) jobIDs() []int {
@@ -251,6 +258,106 @@ func (d *runData) jobIDs() []int {
 		return ids[a] < ids[b]
 	})
 	return ids
+}
+
+// Individual job lines drawn per time-series chart: beyond these, a chart of a 700-job
+// run is an unreadable mass of lines (and megabytes of SVG). The priority and batch means
+// are always computed over every job.
+const (
+	maxJobLines  = 40
+	maxPrioLines = 24 // of maxJobLines, at most this many priority jobs when batch jobs remain
+)
+
+// drawnJobs picks the jobs whose lines the time-series charts draw, the same for every
+// metric so that hovering links them across charts. With at most maxJobLines jobs, all;
+// otherwise the most interesting: priority jobs with the lowest time over target (those
+// that missed their target most; jobs without one come after, by lowest mean IPCE), then
+// batch jobs with the lowest mean IPCE (the most hurt); without IPCE (no PMU), the
+// longest-lived. The result keeps jobIDs' order (batch first, priority on top); why says
+// what was left out ("" when nothing was).
+func (d *runData) drawnJobs() (ids []int, why string) {
+	all := d.jobIDs()
+	if len(all) <= maxJobLines {
+		return all, ""
+	}
+	var prio, batch []int
+	for _, id := range all {
+		if d.job[id].Priority {
+			prio = append(prio, id)
+		} else {
+			batch = append(batch, id)
+		}
+	}
+	ipce := func(id int) float64 {
+		if v, ok := d.meanIPCE[id]; ok && !math.IsNaN(v) {
+			return v
+		}
+		return math.Inf(1)
+	}
+	life := func(id int) int {
+		n := 0
+		for _, c := range d.series[id].cnt[mIPC] {
+			n += int(c)
+		}
+		return n
+	}
+	less := func(a, b int) bool {
+		if ia, ib := ipce(a), ipce(b); ia != ib {
+			return ia < ib
+		}
+		if la, lb := life(a), life(b); la != lb {
+			return la > lb
+		}
+		return a < b
+	}
+	sort.SliceStable(prio, func(i, j int) bool {
+		a, b := prio[i], prio[j]
+		ta, oka := d.overTgt[a]
+		tb, okb := d.overTgt[b]
+		if oka != okb {
+			return oka
+		}
+		if oka && ta != tb {
+			return ta < tb
+		}
+		return less(a, b)
+	})
+	sort.SliceStable(batch, func(i, j int) bool { return less(batch[i], batch[j]) })
+	np := min(len(prio), maxPrioLines)
+	if len(batch) < maxJobLines-np {
+		np = min(len(prio), maxJobLines-len(batch))
+	}
+	nb := min(len(batch), maxJobLines-np)
+	keep := map[int]bool{}
+	for _, id := range prio[:np] {
+		keep[id] = true
+	}
+	for _, id := range batch[:nb] {
+		keep[id] = true
+	}
+	for _, id := range all {
+		if keep[id] {
+			ids = append(ids, id)
+		}
+	}
+	var parts []string
+	if np > 0 {
+		if np == len(prio) {
+			parts = append(parts, fmt.Sprintf("all %d priority jobs", np))
+		} else {
+			parts = append(parts, fmt.Sprintf("the %d of %d priority jobs with the lowest time over target (then the lowest mean IPCE)", np, len(prio)))
+		}
+	}
+	if nb > 0 {
+		if nb == len(batch) {
+			parts = append(parts, fmt.Sprintf("all %d batch jobs", nb))
+		} else {
+			parts = append(parts, fmt.Sprintf("the %d of %d batch jobs with the lowest mean IPCE", nb, len(batch)))
+		}
+	}
+	why = fmt.Sprintf("Lines drawn for %d of %d jobs: %s (the same jobs in every chart of this run); the thick means are over all %d jobs.",
+		len(ids), len(all), strings.Join(parts, " and "), len(all))
+	return ids, why
 }
 
 // classPeriod is one rectangle of the bitmask panel: class clos held mask on socket from

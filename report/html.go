@@ -24,6 +24,8 @@ figure.chart svg{width:100%;height:auto;display:block}
 figcaption{font-size:12px;color:var(--muted);padding:2px 6px 6px}
 .key{display:inline-block;margin:0 8px 0 0;white-space:nowrap}.key::before{content:"";display:inline-block;width:14px;height:3px;margin:0 4px 3px 0;background:var(--c)}
 .key.mean::before{height:5px}
+.key.dot::before,.key.ring::before{width:9px;height:9px;border-radius:50%;margin-bottom:0;vertical-align:-1px}
+.key.ring::before{background:none;border:2px solid var(--c);width:6px;height:6px}
 svg text{fill:var(--muted);font-size:11px}svg .ylabel,svg .xlabel{font-size:12px}
 .grid{stroke:var(--grid);stroke-width:1}.frame,.tick{stroke:var(--muted);stroke-width:1}
 .series{fill:none;stroke-width:1.2;stroke-linejoin:round}
@@ -38,7 +40,7 @@ svg text{fill:var(--muted);font-size:11px}svg .ylabel,svg .xlabel{font-size:12px
 .cbm{stroke:var(--bg);stroke-width:.6}
 .probe{fill:var(--probe);opacity:.8}.probe.best{fill:var(--best)}.probe.failed{fill:var(--bad)}
 .event{stroke-width:1.6}
-.point{stroke:var(--bg);stroke-width:1}
+.point{stroke:var(--bg);stroke-width:1}.ring .point{stroke:var(--c);stroke-width:2.5;fill:none}
 details{margin:8px 0}summary{cursor:pointer;color:var(--muted)}
 code{font-size:12px}
 `

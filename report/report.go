@@ -61,12 +61,25 @@ func Write(w io.Writer, opts Options) (Stats, error) {
 	}
 	p := &page{title: title}
 	p.header(dirs)
-	p.summary(runs)
-	p.cdf(runs)
+	// Runs that only hold partitioning results (colo partition --out) are drawn by the
+	// STP-versus-unfairness section alone: they have no scheduler summary, jobs or samples.
+	var sched []*runData
+	for _, r := range runs {
+		if !r.partitionOnly() {
+			sched = append(sched, r)
+		}
+	}
+	if len(sched) > 0 || len(sched) == len(runs) {
+		p.summary(sched)
+	}
+	p.cdf(sched)
 	p.partitions(runs)
 	for _, r := range runs {
-		p.runSection(r)
 		st.Runs++
+		if r.partitionOnly() {
+			continue
+		}
+		p.runSection(r)
 		st.Jobs += len(r.jobs)
 		st.Samples += r.nSamples
 	}
@@ -178,6 +191,17 @@ func (p *page) summary(runs []*runData) {
 			s.JobsCompleted, s.JobsRejected, pct(s.QueueDelayMean), pct(s.QueueDelayP90), pct(s.VirtualSeconds), frac(s.WallSeconds), r.nSamples)
 	}
 	p.body.WriteString(`</table>`)
+	// Notes: what a run could not do on its platform (e.g. no IPCE without a PMU).
+	for _, r := range runs {
+		if len(r.sum.Notes) == 0 {
+			continue
+		}
+		fmt.Fprintf(&p.body, `<div class="warn notes" data-notes="%d"><strong>Notes for %s:</strong><ul>`, len(r.sum.Notes), esc(r.label))
+		for _, n := range r.sum.Notes {
+			fmt.Fprintf(&p.body, `<li>%s</li>`, esc(n))
+		}
+		p.body.WriteString(`</ul></div>`)
+	}
 	// Extra summary numbers (probes, consolidations, allocation errors…), one column per run.
 	keys := map[string]bool{}
 	for _, r := range runs {
@@ -186,18 +210,27 @@ func (p *page) summary(runs []*runData) {
 		}
 	}
 	if len(keys) > 0 {
-		var ks []string
-		for k := range keys {
-			ks = append(ks, k)
+		// Known counters first, in extraKeys' order and with their meaning; others after, sorted.
+		var ks, rest []string
+		for _, e := range extraKeys {
+			if keys[e.key] {
+				ks = append(ks, e.key)
+			}
 		}
-		sort.Strings(ks)
-		p.body.WriteString(`<details><summary>More summary numbers</summary><table class="extra"><tr><th></th>`)
+		for k := range keys {
+			if extraMeaning(k) == "" {
+				rest = append(rest, k)
+			}
+		}
+		sort.Strings(rest)
+		ks = append(ks, rest...)
+		p.body.WriteString(`<details open><summary>More summary numbers</summary><table class="extra"><tr><th></th>`)
 		for _, r := range runs {
 			fmt.Fprintf(&p.body, `<th>%s</th>`, esc(r.label))
 		}
-		p.body.WriteString(`</tr>`)
+		p.body.WriteString(`<th>meaning</th></tr>`)
 		for _, k := range ks {
-			fmt.Fprintf(&p.body, `<tr><td>%s</td>`, esc(k))
+			fmt.Fprintf(&p.body, `<tr data-key="%s"><td><code>%s</code></td>`, esc(k), esc(k))
 			for _, r := range runs {
 				v, ok := r.sum.Extra[k]
 				if !ok {
@@ -209,13 +242,43 @@ func (p *page) summary(runs []*runData) {
 				}
 				fmt.Fprintf(&p.body, `<td>%s</td>`, cell)
 			}
-			p.body.WriteString(`</tr>`)
+			fmt.Fprintf(&p.body, `<td class="meaning">%s</td></tr>`, esc(extraMeaning(k)))
 		}
 		p.body.WriteString(`</table></details>`)
 	}
 	if base != nil && len(runs) > 1 {
 		fmt.Fprintf(&p.body, `<p class="note">Changes in parentheses are relative to %s.</p>`, esc(base.label))
 	}
+}
+
+// extraKeys are the summary counters colo run stores in summaries.extra (bench.StoreSummary),
+// in the order the report lists them, with what they count.
+var extraKeys = []struct{ key, meaning string }{
+	{"jobs_total", "jobs in the trace"},
+	{"jobs_started", "jobs admitted (placed and started)"},
+	{"jobs_queued_at_end", "jobs that arrived but still waited for admission when the run ended (state queued)"},
+	{"jobs_not_started", "jobs arriving at or after max_t: the run ended before they could be admitted (state not-started)"},
+	{"priority_jobs", "priority jobs in the trace"},
+	{"batch_jobs", "batch jobs in the trace"},
+	{"probes", "allocation probes started"},
+	{"probes_failed", "probes that failed"},
+	{"reprobes", "probes of a job that had been probed before"},
+	{"migrations", "jobs moved to another socket (rebalancing, forced moves)"},
+	{"consolidations", "scheduler decisions after which moved groups lost cached ways (consolidation)"},
+	{"consolidated_ways", "ways whose cached lines moved groups lost, summed over the consolidations"},
+	{"allocation_errors", "allocations the platform failed to apply"},
+	{"allocation_mismatches", "collector read-backs that disagreed with what the scheduler applied"},
+	{"samples", "collector samples recorded"},
+	{"partition_results", "(workload, policy) results of colo partition"},
+}
+
+func extraMeaning(k string) string {
+	for _, e := range extraKeys {
+		if e.key == k {
+			return e.meaning
+		}
+	}
+	return ""
 }
 
 // cdf draws, per scheduler run, the empirical CDF of the priority jobs' time over target.
@@ -256,6 +319,10 @@ func (p *page) cdf(runs []*runData) {
 	p.chart("cdf", "Empirical CDF of time over target per priority job (metric.TimeOverTarget on the job's IPCE samples). Further right is better. "+strings.Join(legend, " "), h, sb.String())
 }
 
+// hollowMarker tells whether the i-th policy of the scatter is drawn as rings: the palette
+// has 12 colours and colo partition 13 policies, so the colours repeat as rings.
+func hollowMarker(i int) bool { return (i/len(palette))%2 == 1 }
+
 // partitions draws STP versus unfairness for partition results, one colour per policy.
 func (p *page) partitions(runs []*runData) {
 	var parts []store.PartitionResult
@@ -291,19 +358,37 @@ func (p *page) partitions(runs []*runData) {
 	const h = 320
 	var sb strings.Builder
 	f := newFrame(&sb, h, math.Max(1, lo-padX), hi+padX, ylo-padY, yhi+padY, false, "STP (higher is better)")
-	for _, q := range parts {
-		if math.IsNaN(q.Unfairness) || math.IsNaN(q.STP) {
-			continue
+	// One group (series) per policy; each point carries its exact values for scripts and tests.
+	total := 0
+	for _, n := range names {
+		var pts strings.Builder
+		k := 0
+		for _, q := range parts {
+			if q.Policy != n || math.IsNaN(q.Unfairness) || math.IsNaN(q.STP) {
+				continue
+			}
+			fmt.Fprintf(&pts, `<circle class="point" r="5" cx="%s" cy="%s" data-workload="%s" data-stp="%s" data-unfairness="%s"><title>workload %s / %s: STP %.3f, unfairness %.3f, ANTT %.3f</title></circle>`,
+				f1(f.x.at(q.Unfairness)), f1(f.y.at(q.STP)), esc(q.Workload), fullFloat(q.STP), fullFloat(q.Unfairness), esc(q.Workload), esc(q.Policy), q.STP, q.Unfairness, q.ANTT)
+			k++
 		}
-		fmt.Fprintf(&sb, `<circle class="point" r="5" cx="%s" cy="%s" fill="%s"><title>%s / %s: STP %.3f, unfairness %.3f, ANTT %.3f</title></circle>`,
-			f1(f.x.at(q.Unfairness)), f1(f.y.at(q.STP)), color(policies[q.Policy]), esc(q.Workload), esc(q.Policy), q.STP, q.Unfairness, q.ANTT)
+		total += k
+		paint := fmt.Sprintf(`fill="%s"`, color(policies[n]))
+		if hollowMarker(policies[n]) {
+			paint = fmt.Sprintf(`style="--c:%s"`, color(policies[n]))
+		}
+		fmt.Fprintf(&sb, `<g class="policy-series%s" data-policy="%s" data-points="%d" %s>%s</g>`, map[bool]string{true: " ring", false: ""}[hollowMarker(policies[n])], esc(n), k, paint, pts.String())
 	}
 	fmt.Fprintf(&sb, `<text class="xlabel" x="%d" y="%d" text-anchor="middle">unfairness = max slowdown / min slowdown (lower is better)</text>`, (marginL+chartW-marginR)/2, h-2)
 	var legend []string
 	for _, n := range names {
-		legend = append(legend, fmt.Sprintf(`<span class="key" style="--c:%s">%s</span>`, color(policies[n]), esc(n)))
+		cls := "key dot"
+		if hollowMarker(policies[n]) {
+			cls = "key ring"
+		}
+		legend = append(legend, fmt.Sprintf(`<span class="%s" style="--c:%s">%s</span>`, cls, color(policies[n]), esc(n)))
 	}
-	p.chart("scatter", "One point per (workload, policy). "+strings.Join(legend, " "), h, sb.String())
+	p.chart("scatter", "One point per (workload, policy). "+strings.Join(legend, " "), h,
+		fmt.Sprintf(`<g data-points="%d">%s</g>`, total, sb.String()))
 	// Table: per policy means.
 	p.body.WriteString(`<details><summary>Partition results table</summary><table><tr><th>workload</th><th>policy</th><th>STP</th><th>ANTT</th><th>unfairness</th><th>Jain</th><th>apps (ways, slowdown)</th></tr>`)
 	for _, q := range parts {
@@ -327,8 +412,8 @@ func (p *page) runSection(r *runData) {
 			prio++
 		}
 	}
-	fmt.Fprintf(&p.body, `<p class="note">%d jobs (%d priority), %d samples over %s; series are means over %s buckets.</p>`,
-		len(r.jobs), prio, r.nSamples, fmtTime(r.tMax, r.tMax > 600), fmtNum(r.bucket)+" s")
+	fmt.Fprintf(&p.body, `<p class="note">%d jobs (%d priority; %s), %d samples over %s; series are means over %s buckets.</p>`,
+		len(r.jobs), prio, esc(stateCounts(r.jobs)), r.nSamples, fmtTime(r.tMax, r.tMax > 600), fmtNum(r.bucket)+" s")
 	p.body.WriteString(`<section class="run">`)
 	if r.nSamples == 0 {
 		p.body.WriteString(`<p class="note">No samples were recorded for this run.</p>`)
@@ -341,6 +426,33 @@ func (p *page) runSection(r *runData) {
 	p.lanes(r)
 	p.jobsTable(r)
 	p.body.WriteString(`</section>`)
+}
+
+// jobStates lists the job states of colo run (bench.State*) in the order the report counts them.
+var jobStates = []string{"completed", "running", "killed", "expired", "rejected", "queued", "not-started"}
+
+// stateCounts says how many jobs ended in each state, e.g. "629 completed, 74 queued".
+func stateCounts(jobs []store.Job) string {
+	n := map[string]int{}
+	for _, j := range jobs {
+		n[j.State]++
+	}
+	var parts []string
+	for _, st := range jobStates {
+		if n[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+			delete(n, st)
+		}
+	}
+	var rest []string
+	for st := range n {
+		rest = append(rest, st)
+	}
+	sort.Strings(rest)
+	for _, st := range rest {
+		parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func sanitize(s string) string {
@@ -364,6 +476,11 @@ func (p *page) seriesChart(r *runData, m int) {
 		return
 	}
 	ids := r.jobIDs()
+	drawn, why := r.drawnJobs()
+	draw := map[int]bool{}
+	for _, id := range drawn {
+		draw[id] = true
+	}
 	ymax := 0.0
 	for _, id := range ids {
 		js := r.series[id]
@@ -390,7 +507,8 @@ func (p *page) seriesChart(r *runData, m int) {
 	gcnt := [2][]int{make([]int, r.nBuckets), make([]int, r.nBuckets)}
 	points := 0
 	var legend []string
-	for i, id := range ids {
+	lines := 0
+	for _, id := range ids {
 		js := r.series[id]
 		j := r.job[id]
 		xs, ys = xs[:0], ys[:0]
@@ -409,15 +527,19 @@ func (p *page) seriesChart(r *runData, m int) {
 				points++
 			}
 		}
+		if !draw[id] {
+			continue // counted in the means only
+		}
 		cls := "series batch"
 		stroke := ""
 		if j.Priority {
 			cls = "series prio"
 		}
 		if few {
-			stroke = fmt.Sprintf(` style="stroke:%s"`, color(i))
-			legend = append(legend, fmt.Sprintf(`<span class="key%s" style="--c:%s">%s</span>`, map[bool]string{true: " prio", false: ""}[j.Priority], color(i), esc(jobName(j, id))))
+			stroke = fmt.Sprintf(` style="stroke:%s"`, color(lines))
+			legend = append(legend, fmt.Sprintf(`<span class="key%s" style="--c:%s">%s</span>`, map[bool]string{true: " prio", false: ""}[j.Priority], color(lines), esc(jobName(j, id))))
 		}
+		lines++
 		fmt.Fprintf(&sb, `<path class="%s" data-job="%d"%s d="%s"><title>%s</title></path>`, cls, id, stroke, f.joined(xs, ys), esc(jobTitle(j, id)))
 	}
 	if !few {
@@ -446,8 +568,11 @@ func (p *page) seriesChart(r *runData, m int) {
 				f1(x0), marginT, f1(math.Max(x1-x0, 0.5)), f1(h-marginB-marginT), pr.Job, pr.Ways, pct(pr.MBA), esc(pr.Result))
 		}
 	}
-	p.chart("series-"+info.key, fmt.Sprintf(`%s (%s), %d jobs, %d points. %s`, info.title, info.unit, len(ids), points, strings.Join(legend, " ")), h,
-		fmt.Sprintf(`<g data-points="%d">%s</g>`, points, sb.String()))
+	if why != "" {
+		why = `<span class="capped">` + esc(why) + `</span> `
+	}
+	p.chart("series-"+info.key, fmt.Sprintf(`%s (%s), %d jobs, %d points. %s%s`, info.title, info.unit, len(ids), points, why, strings.Join(legend, " ")), h,
+		fmt.Sprintf(`<g data-points="%d" data-jobs="%d" data-lines="%d">%s</g>`, points, len(ids), lines, sb.String()))
 }
 
 func jobName(j store.Job, id int) string {

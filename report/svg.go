@@ -167,3 +167,6 @@ func (f frame) pathOpt(xs, ys []float64, breakNaN bool) string {
 var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#8cd17d", "#a0cbe8", "#d4a6c8"}
 
 func color(i int) string { return palette[((i%len(palette))+len(palette))%len(palette)] }
+
+// fullFloat prints x in the shortest form that reads back as the same float64.
+func fullFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }

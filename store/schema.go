@@ -6,8 +6,12 @@ const DatabaseFile = "colo.db"
 // ManifestFile is the name of the manifest inside a run directory.
 const ManifestFile = "run.json"
 
-// schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 1
+// schemaVersion is stored in PRAGMA user_version. Version 2 added summaries.notes;
+// version-1 databases are still read (their summaries have no notes).
+const (
+	schemaVersion    = 2
+	oldestReadSchema = 1
+)
 
 // Column lists: the stable names of every table (docs/report.md documents them; exports use
 // them as CSV headers, Parquet column names and JSON keys).
@@ -27,7 +31,7 @@ var (
 		"ipc_alone", "ipc", "slowdown"}
 	SummaryColumns = []string{"run_id", "name", "priority_ipce", "batch_ipce", "global_ipce",
 		"time_over_target", "time_over_target_p90", "jobs_completed", "jobs_rejected",
-		"queue_delay_mean_s", "queue_delay_p90_s", "virtual_seconds", "wall_seconds", "extra"}
+		"queue_delay_mean_s", "queue_delay_p90_s", "virtual_seconds", "wall_seconds", "extra", "notes"}
 )
 
 // schema creates every table. Samples are a rowid table without secondary index: rows are
@@ -145,6 +149,7 @@ CREATE TABLE IF NOT EXISTS summaries (
   queue_delay_p90_s REAL,
   virtual_seconds REAL,
   wall_seconds REAL,
-  extra TEXT NOT NULL DEFAULT '{}'
+  extra TEXT NOT NULL DEFAULT '{}',
+  notes TEXT NOT NULL DEFAULT '[]'
 );
 `

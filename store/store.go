@@ -27,6 +27,7 @@ type Store struct {
 	mu       sync.Mutex
 	manifest Manifest
 	noManif  bool // run.json was missing when opened
+	schema   int  // PRAGMA user_version of the database
 	runs     map[int64]*RunWriter
 	closed   bool
 }
@@ -62,7 +63,7 @@ func Create(dir string, meta Meta) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s.db = db
+	s.db, s.schema = db, schemaVersion
 	if err := s.writeManifest(); err != nil {
 		db.Close()
 		return nil, err
@@ -104,11 +105,11 @@ func Open(dir string) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("%s: %w", dbPath, err)
 		}
-		if v != schemaVersion {
+		if v < oldestReadSchema || v > schemaVersion {
 			db.Close()
-			return nil, fmt.Errorf("%s: schema version %d, this colo reads %d: read it with the colo version that wrote it", dbPath, v, schemaVersion)
+			return nil, fmt.Errorf("%s: schema version %d, this colo reads %d to %d: read it with the colo version that wrote it", dbPath, v, oldestReadSchema, schemaVersion)
 		}
-		s.db = db
+		s.db, s.schema = db, v
 	}
 	return s, nil
 }
@@ -386,16 +387,27 @@ func (w *RunWriter) Finish(sum Summary) error {
 	if err != nil {
 		return err
 	}
+	notes, err := json.Marshal(append([]string{}, sum.Notes...))
+	if err != nil {
+		return err
+	}
+	if w.s.schema < 2 && len(sum.Notes) > 0 {
+		return fmt.Errorf("write summary: %s has schema version %d, which has no notes column: write new runs into a new directory", w.s.dir, w.s.schema)
+	}
 	tx, err := w.s.db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(`INSERT OR REPLACE INTO summaries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		w.run.ID, sum.Name, nf(sum.PriorityIPCE), nf(sum.BatchIPCE), nf(sum.GlobalIPCE),
+	q := `INSERT OR REPLACE INTO summaries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	args := []any{w.run.ID, sum.Name, nf(sum.PriorityIPCE), nf(sum.BatchIPCE), nf(sum.GlobalIPCE),
 		nf(sum.TimeOverTarget), nf(sum.TimeOverTargetP90), sum.JobsCompleted, sum.JobsRejected,
 		nf(sum.QueueDelayMean), nf(sum.QueueDelayP90), nf(sum.VirtualSeconds), nf(sum.WallSeconds),
-		string(extra)); err != nil {
+		string(extra), string(notes)}
+	if w.s.schema < 2 {
+		q, args = `INSERT OR REPLACE INTO summaries VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, args[:len(args)-1]
+	}
+	if _, err := tx.Exec(q, args...); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	if _, err := tx.Exec("UPDATE runs SET complete=1 WHERE run_id=?", w.run.ID); err != nil {
@@ -860,10 +872,15 @@ func (s *Store) Summary(id int64) (sum Summary, ok bool, err error) {
 	}
 	var v [9]sql.NullFloat64
 	var extra string
+	notes := "[]"
+	notesCol := "'[]'" // version-1 databases have no notes column
+	if s.schema >= 2 {
+		notesCol = "notes"
+	}
 	err = s.db.QueryRow(`SELECT name,priority_ipce,batch_ipce,global_ipce,time_over_target,time_over_target_p90,
-		jobs_completed,jobs_rejected,queue_delay_mean_s,queue_delay_p90_s,virtual_seconds,wall_seconds,extra
+		jobs_completed,jobs_rejected,queue_delay_mean_s,queue_delay_p90_s,virtual_seconds,wall_seconds,extra,`+notesCol+`
 		FROM summaries WHERE run_id=?`, id).Scan(&sum.Name, &v[0], &v[1], &v[2], &v[3], &v[4],
-		&sum.JobsCompleted, &sum.JobsRejected, &v[5], &v[6], &v[7], &v[8], &extra)
+		&sum.JobsCompleted, &sum.JobsRejected, &v[5], &v[6], &v[7], &v[8], &extra, &notes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Summary{}, false, nil
 	}
@@ -876,6 +893,12 @@ func (s *Store) Summary(id int64) (sum Summary, ok bool, err error) {
 	var m map[string]*float64
 	if err := json.Unmarshal([]byte(extra), &m); err != nil {
 		return sum, false, fmt.Errorf("summary extra of run %d: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(notes), &sum.Notes); err != nil {
+		return sum, false, fmt.Errorf("summary notes of run %d: %w", id, err)
+	}
+	if len(sum.Notes) == 0 {
+		sum.Notes = nil
 	}
 	if len(m) > 0 {
 		sum.Extra = map[string]float64{}

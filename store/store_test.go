@@ -154,7 +154,8 @@ func makeFixture(seed uint64, nJobs, ticks int) fixture {
 	}
 	f.sum = Summary{Name: "dynamic", PriorityIPCE: 71.3, BatchIPCE: 60.2, GlobalIPCE: 64.0, TimeOverTarget: 0.82,
 		TimeOverTargetP90: math.NaN(), JobsCompleted: nJobs - 1, JobsRejected: 1, QueueDelayMean: 0.4, QueueDelayP90: 1.2,
-		VirtualSeconds: 3600, WallSeconds: 2.5, Extra: map[string]float64{"probes": 3, "missing": math.NaN()}}
+		VirtualSeconds: 3600, WallSeconds: 2.5, Extra: map[string]float64{"probes": 3, "missing": math.NaN()},
+		Notes: []string{"IPC/IPCE unavailable on this platform (no PMU)", "second note, with \"quotes\""}}
 	return f
 }
 
@@ -429,4 +430,51 @@ func BenchmarkSamples(b *testing.B) {
 	n := float64(b.N * len(tick))
 	b.ReportMetric(float64(st.DatabaseBytes())/n, "bytes/sample")
 	b.ReportMetric(n/b.Elapsed().Seconds(), "samples/s")
+}
+
+// A run directory written before summaries had notes (schema version 1) is still read:
+// its summaries come back without notes; writing a note into it is refused, not dropped.
+func TestReadsSchemaVersion1(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "v1")
+	st, err := Create(dir, Meta{Name: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.BeginRun(Run{Scheduler: "least-loaded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Summary{Name: "least-loaded", PriorityIPCE: 40, BatchIPCE: 50, GlobalIPCE: 45, TimeOverTarget: 0.5,
+		TimeOverTargetP90: 0.9, JobsCompleted: 3, QueueDelayMean: 1, QueueDelayP90: 2, VirtualSeconds: 60, WallSeconds: 1,
+		Extra: map[string]float64{"reprobes": 2}}
+	if err := w.Finish(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	// Turn the database into a version-1 one, as the colo before notes wrote it.
+	if _, err := st.db.Exec(`ALTER TABLE summaries DROP COLUMN notes; PRAGMA user_version=1`); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, ok, err := r.Summary(1)
+	if err != nil || !ok || !eqNaN(got, want) {
+		t.Fatalf("version-1 summary %+v, %v, %v; want %+v", got, ok, err, want)
+	}
+	w2, err := r.BeginRun(Run{Scheduler: "dynamic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Finish(Summary{Name: "dynamic", Notes: []string{"x"}}); err == nil || !strings.Contains(err.Error(), "no notes column") {
+		t.Errorf("a note into a version-1 database: %v, want a refusal", err)
+	}
+	if err := w2.Finish(Summary{Name: "dynamic"}); err != nil {
+		t.Errorf("a summary without notes into a version-1 database: %v", err)
+	}
 }

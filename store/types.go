@@ -71,7 +71,7 @@ type Job struct {
 	Arrival    time.Duration `json:"arrival_ns"`
 	Start      time.Duration `json:"start_ns"` // Unset when never started
 	Stop       time.Duration `json:"stop_ns"`  // Unset when not stopped
-	State      string        `json:"state"`    // queued, running, completed, rejected, killed
+	State      string        `json:"state"`    // queued, running, completed, rejected, killed, expired, not-started (docs/report.md)
 	Reason     string        `json:"reason,omitempty"`
 }
 
@@ -184,4 +184,7 @@ type Summary struct {
 	VirtualSeconds    float64            `json:"virtual_seconds"`
 	WallSeconds       float64            `json:"wall_seconds"`
 	Extra             map[string]float64 `json:"extra,omitempty"`
+	// Notes say what the run could not do on its platform (e.g. IPCE unavailable); the
+	// key is absent when there is nothing to say.
+	Notes []string `json:"notes,omitempty"`
 }

@@ -109,7 +109,7 @@ func init() {
 	var th thresholdFlags
 	var workloads, policies string
 	var jobs int
-	var progress string
+	var progress, outDir string
 	cmd := &cobra.Command{
 		Use:   "partition",
 		Short: "Partition or cluster the LLC ways among co-running applications (UCP, KPart, Dunn, CPA, LFOC, LFOC+, optimal)",
@@ -194,11 +194,15 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 					doc.Results = append(doc.Results, ro)
 				}
 			}
+			if err := writePartitionRun(outDir, doc, os.Args, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			return writeResults(cmd.OutOrStdout(), f.format, doc)
 		},
 	}
 	f.register(cmd)
 	th.register(cmd)
+	cmd.Flags().StringVar(&outDir, "out", "", "also write the results as a run directory (colo report DIR draws STP versus unfairness per policy)")
 	cmd.Flags().StringVar(&workloads, "workloads", "", "workloads file: one comma-separated workload per line (PBBCache workloads.csv)")
 	cmd.Flags().StringVar(&policies, "policy", "lfoc+", "comma-separated policies: "+strings.Join(policy.Names(), ","))
 	cmd.Flags().IntVar(&jobs, "jobs", 0, "parallel workers of the exact searches (0 = all cores)")

@@ -144,6 +144,7 @@ type SummaryRow struct {
 	VirtualSeconds    *float64 `parquet:"virtual_seconds,optional" json:"virtual_seconds"`
 	WallSeconds       *float64 `parquet:"wall_seconds,optional" json:"wall_seconds"`
 	Extra             string   `parquet:"extra" json:"extra"` // JSON object of extra numbers
+	Notes             string   `parquet:"notes" json:"notes"` // JSON array of strings
 }
 
 // opt maps NaN to nil.
@@ -215,9 +216,10 @@ func summaryToRow(id int64, s store.Summary) SummaryRow {
 		extra[k] = opt(v)
 	}
 	b, _ := json.Marshal(extra)
+	notes, _ := json.Marshal(append([]string{}, s.Notes...))
 	return SummaryRow{RunID: id, Name: s.Name, PriorityIPCE: opt(s.PriorityIPCE), BatchIPCE: opt(s.BatchIPCE),
 		GlobalIPCE: opt(s.GlobalIPCE), TimeOverTarget: opt(s.TimeOverTarget), TimeOverTargetP90: opt(s.TimeOverTargetP90),
 		JobsCompleted: int64(s.JobsCompleted), JobsRejected: int64(s.JobsRejected), QueueDelayMean: opt(s.QueueDelayMean),
 		QueueDelayP90: opt(s.QueueDelayP90), VirtualSeconds: opt(s.VirtualSeconds), WallSeconds: opt(s.WallSeconds),
-		Extra: string(b)}
+		Extra: string(b), Notes: string(notes)}
 }
