@@ -30,6 +30,10 @@ const (
 	BranchMisses    = "branch-misses"
 	StallsTotal     = "cycle_activity.stalls_total"
 	StallsL3Miss    = "cycle_activity.stalls_l3_miss"
+	// L2Misses is the name under which a counter counts its microarchitecture's L2-miss
+	// raw event (RawTable.L2Miss: L2_RQSTS.MISS on Skylake-SP, L2_LINES_IN.ALL on Ice
+	// Lake-SP); absent where colo has no such encoding (no generic perf event exists).
+	L2Misses = "l2-misses"
 
 	TaskClock       = "task-clock" // ns the cgroup's tasks ran
 	ContextSwitches = "context-switches"
@@ -60,10 +64,12 @@ var eventsYAML []byte
 
 // RawTable is the raw-event encodings of one microarchitecture.
 type RawTable struct {
-	Microarch string            `yaml:"microarch"`
-	Models    []int             `yaml:"models"`
-	Source    string            `yaml:"source"`
-	Events    map[string]uint64 `yaml:"events"`
+	Microarch string `yaml:"microarch"`
+	Models    []int  `yaml:"models"`
+	Source    string `yaml:"source"`
+	// L2Miss names the event in Events that counts L2 misses ("" none).
+	L2Miss string            `yaml:"l2_miss"`
+	Events map[string]uint64 `yaml:"events"`
 }
 
 var rawTables = mustParseRaw(eventsYAML)
@@ -85,6 +91,9 @@ func ParseRawTables(b []byte) ([]RawTable, error) {
 	for _, x := range t {
 		if x.Microarch == "" || len(x.Events) == 0 {
 			return nil, fmt.Errorf("raw event table: entry %q has no microarch or no events", x.Microarch)
+		}
+		if _, ok := x.Events[x.L2Miss]; x.L2Miss != "" && !ok {
+			return nil, fmt.Errorf("raw event table: entry %q: l2_miss %q is not one of its events", x.Microarch, x.L2Miss)
 		}
 	}
 	return t, nil
@@ -117,6 +126,17 @@ func RawEvents(microarch string, names ...string) []Event {
 		return out
 	}
 	return nil
+}
+
+// L2MissEvent returns the raw L2-miss event of a microarchitecture (its table's
+// l2_miss), named L2Misses; ok is false when colo has no encoding for it.
+func L2MissEvent(microarch string) (ev Event, ok bool) {
+	for _, t := range rawTables {
+		if t.Microarch == microarch && t.L2Miss != "" {
+			return Event{Name: L2Misses, Type: unix.PERF_TYPE_RAW, Config: t.Events[t.L2Miss]}, true
+		}
+	}
+	return Event{}, false
 }
 
 func containsStr(xs []string, x string) bool {

@@ -64,8 +64,8 @@ type reading struct{ value, enabled, running uint64 }
 // Options configure Open.
 type Options struct {
 	Sys Sys // nil: the real system calls
-	// Events to count in hardware mode; nil: HardwareEvents plus the stall events of
-	// Microarch.
+	// Events to count in hardware mode; nil: HardwareEvents plus the stall events and
+	// the L2-miss event (counted as L2Misses) of Microarch.
 	Events []Event
 	// Microarch selects raw stall events (see Microarchs); "" detects from /proc/cpuinfo.
 	Microarch string
@@ -187,13 +187,20 @@ func OpenCgroup(dir string, cpus []int, o Options) (*Counter, error) {
 			}
 		}
 		raw = RawEvents(ma, StallsTotal, StallsL3Miss)
+		if ev, ok := L2MissEvent(ma); ok {
+			raw = append(raw, ev)
+		}
 	}
 	err = c.openSet(cgfd, hw)
 	if err == nil {
 		c.mode = ModeHardware
 		for _, ev := range raw {
 			if e := c.openOne(cgfd, ev); e != nil {
-				c.warn(o.Logf, "raw:"+ev.Name, fmt.Sprintf("perf: raw event %s (config %#x) unavailable: %v; IPCE will be reported as unavailable", ev.Name, ev.Config, e))
+				what := "IPCE will be reported as unavailable"
+				if ev.Name == L2Misses {
+					what = "L2 misses stay 0 (unavailable; VP's memory factor uses LLC references)"
+				}
+				c.warn(o.Logf, "raw:"+ev.Name, fmt.Sprintf("perf: raw event %s (config %#x) unavailable: %v; %s", ev.Name, ev.Config, e, what))
 			}
 		}
 		return c, nil

@@ -155,11 +155,11 @@ func TestHardwarePathFaked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Mode() != ModeHardware || len(c.Events()) != 8 {
+	if c.Mode() != ModeHardware || len(c.Events()) != 9 {
 		t.Fatalf("mode %s events %v", c.Mode(), c.Events())
 	}
 	// Every event was opened once per CPU of the cpuset, filtered by cgroup.
-	if len(f.opened) != 8*3 {
+	if len(f.opened) != 9*3 {
 		t.Fatalf("opened %d fds", len(f.opened))
 	}
 	seenRaw := map[uint64]bool{}
@@ -175,8 +175,9 @@ func TestHardwarePathFaked(t *testing.T) {
 			seenRaw[o.attr.Config] = true
 		}
 	}
-	// Ice Lake-SP encodings from the thesis repo (seed000.md §1.4).
-	if !seenRaw[0x40004a3] || !seenRaw[0x60006a3] || len(seenRaw) != 2 {
+	// Ice Lake-SP encodings from the thesis repo (seed000.md §1.4), and L2_LINES_IN.ALL
+	// (event F1H, umask 1FH) for L2 misses.
+	if !seenRaw[0x40004a3] || !seenRaw[0x60006a3] || !seenRaw[0x1ff1] || len(seenRaw) != 3 {
 		t.Fatalf("raw configs %v", seenRaw)
 	}
 	H := uint32(unix.PERF_TYPE_HARDWARE)
@@ -187,6 +188,8 @@ func TestHardwarePathFaked(t *testing.T) {
 	f.advance(H, unix.PERF_COUNT_HW_CPU_CYCLES, 2, 800, 100, 50)
 	f.advance(unix.PERF_TYPE_RAW, 0x40004a3, 0, 600, 200, 100)
 	f.advance(unix.PERF_TYPE_RAW, 0x40004a3, 2, 100, 100, 100)
+	f.advance(unix.PERF_TYPE_RAW, 0x1ff1, 0, 40, 200, 50) // on the PMU a quarter of the time
+	f.advance(unix.PERF_TYPE_RAW, 0x1ff1, 2, 30, 100, 100)
 	s, err := c.Sample()
 	if err != nil {
 		t.Fatal(err)
@@ -196,6 +199,9 @@ func TestHardwarePathFaked(t *testing.T) {
 	st, _ := s.Get(StallsTotal)
 	if ins != 2500 || cyc != 3100 || st != 1300 {
 		t.Fatalf("instructions %v cycles %v stalls %v", ins, cyc, st)
+	}
+	if l2, ok := s.Get(L2Misses); !ok || l2 != 40*4+30 {
+		t.Fatalf("L2 misses %v %v, want 190 (40 scaled by 200/50, plus 30)", l2, ok)
 	}
 	if s.IPC() != metric.IPC(2500, 3100) || s.IPCE() != metric.IPCE(1300, 3100) {
 		t.Errorf("IPC %v IPCE %v", s.IPC(), s.IPCE())
@@ -211,6 +217,9 @@ func TestHardwarePathFaked(t *testing.T) {
 	}
 	if tot := c.Totals()[Instructions]; tot != 2570 {
 		t.Errorf("total %v", tot)
+	}
+	if tot := c.Totals()[L2Misses]; tot != 190 {
+		t.Errorf("L2-miss total %v", tot)
 	}
 	// An event enabled but never scheduled on one CPU is unknown for that interval.
 	f.advance(H, unix.PERF_COUNT_HW_CPU_CYCLES, 0, 0, 100, 0)
@@ -316,8 +325,11 @@ func TestRawEventsMissingKeepsHardware(t *testing.T) {
 	if s.IPC() != 0.5 || !math.IsNaN(s.IPCE()) {
 		t.Errorf("IPC %v IPCE %v", s.IPC(), s.IPCE())
 	}
-	if len(*logs) != 2 {
-		t.Errorf("one warning per raw event expected, got %q", *logs)
+	if len(*logs) != 3 || !strings.Contains(strings.Join(*logs, "\n"), "L2 misses stay 0 (unavailable") {
+		t.Errorf("one warning per raw event (2 stall events, L2 misses) expected, got %q", *logs)
+	}
+	if _, ok := s.Get(L2Misses); ok || c.Totals()[L2Misses] != 0 {
+		t.Errorf("an L2-miss event that failed to open must be absent (total 0), got %v", c.Totals())
 	}
 }
 
@@ -335,7 +347,8 @@ func TestRawTables(t *testing.T) {
 	ev := RawEvents("icelake-sp")
 	want := map[string]uint64{"cycle_activity.stalls_total": 0x40004a3, "cycle_activity.stalls_l3_miss": 0x60006a3,
 		"cycle_activity.stalls_l2_miss": 0x50005a3, "cycle_activity.stalls_l1d_miss": 0xc000ca3,
-		"cycle_activity.stalls_mem_any": 0x140014a3, "resource_stalls.sb": 0x8a2, "resource_stalls.scoreboard": 0x2a2}
+		"cycle_activity.stalls_mem_any": 0x140014a3, "resource_stalls.sb": 0x8a2, "resource_stalls.scoreboard": 0x2a2,
+		"l2_lines_in.all": 0x1ff1}
 	if len(ev) != len(want) {
 		t.Fatalf("%v", ev)
 	}
@@ -350,6 +363,18 @@ func TestRawTables(t *testing.T) {
 	}
 	if RawEvents("zen4") != nil {
 		t.Error("unknown microarch must have no raw events")
+	}
+	// L2 misses: config = umask<<8 | event, from Intel's perfmon event lists.
+	for ma, want := range map[string]uint64{"icelake-sp": 0xf1 | 0x1f<<8, "skylake-sp": 0x24 | 0x3f<<8} {
+		if ev, ok := L2MissEvent(ma); !ok || ev.Config != want || ev.Name != L2Misses || ev.Type != unix.PERF_TYPE_RAW {
+			t.Errorf("%s L2-miss event %+v %v, want config %#x", ma, ev, ok, want)
+		}
+	}
+	if _, ok := L2MissEvent("zen4"); ok {
+		t.Error("unknown microarch has an L2-miss event")
+	}
+	if _, err := ParseRawTables([]byte("- microarch: x\n  l2_miss: nope\n  events: {a: 1}\n")); err == nil {
+		t.Error("l2_miss naming no event accepted")
 	}
 	if _, err := ParseRawTables([]byte("- microarch: x\n")); err == nil {
 		t.Error("table without events accepted")

@@ -7,9 +7,9 @@ package probe
 // are sampled every 50 ms, trimmed, and turned into ς ∈ [0,1]^5 per metric.
 //
 // SensitivityProbe is a pure state machine (segments, samples, result); ProbeSim drives it
-// on the simulated machine. The Linux driver (Docker neighbour running `colo stress KIND`
-// or the thesis's stress-ng commands, perf counters of the target's cgroup) is the
-// orchestrator's to write on top of the same state machine.
+// on the simulated machine; DriveSensitivity drives it on a real host through the
+// Neighbour and Sampler interfaces, which package probe/dockerprobe implements with Docker
+// containers running `colo stress KIND` and perf counters of the target's cgroup.
 
 import (
 	"context"

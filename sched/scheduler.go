@@ -49,8 +49,9 @@ type Sample struct {
 	LLCMisses     float64
 	L1References  float64 // retired loads (dCat's l1_ref, seed003.md)
 	// L2Misses are requests that missed the private L2 (VP's MF = LLCMisses / L2Misses,
-	// seed004.md §2.1); 0 when the platform has no such counter (linux: perf has no generic
-	// L2-miss event), and then LLC references stand in (every L2 miss is one).
+	// seed004.md §2.1); 0 when the platform has no such counter (linux: a raw event per
+	// microarchitecture in perf/events.yaml, none without a PMU), and then LLC references
+	// stand in (every L2 miss is one).
 	L2Misses float64
 	// LLCOccupancy is resctrl llc_occupancy in bytes at the end of the interval.
 	LLCOccupancy float64

@@ -108,6 +108,9 @@ type Options struct {
 	// StartGrace is how long Start watches a new workload for an immediate exit
 	// (default 150 ms).
 	StartGrace time.Duration
+	// Machine, when set, replaces the machine detected from sysfs and the resctrl mount
+	// (tests: an AMD machine with one L3 domain per CCX on the in-process emulator).
+	Machine *machine.Profile
 	// Opened, when set, is called with the platform at the end of a successful New
 	// (tests: inspect the platform `colo run` builds through the registered factory).
 	Opened func(*Platform)
@@ -138,6 +141,7 @@ type job struct {
 	base    bench.Counters // counts of counters closed by Move
 	ctrl    string         // resctrl control group ("" = system/default)
 	mon     string         // resctrl monitoring group
+	quota   float64        // CPU quota (fraction of its cores' time; 0 or 1: none)
 	done    chan struct{}
 
 	mu           sync.Mutex
@@ -172,11 +176,13 @@ type Platform struct {
 	closed  bool
 	defMask map[int]uint64 // default-group masks the platform changed (original values)
 	noIPCE  string         // why IPCE cannot be measured here ("" it can)
+	noL2    string         // why L2 misses cannot be counted here ("" they can)
 }
 
 var (
 	_ bench.Platform        = (*Platform)(nil)
 	_ bench.CounterReporter = (*Platform)(nil)
+	_ bench.QuotaSetter     = (*Platform)(nil)
 )
 
 // state is written to StateDir so a restarted colo can undo a crashed run's changes.
@@ -290,7 +296,10 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	if p.rdt != nil {
 		rroot = p.rdt.Root()
 	}
-	m, err := machine.Detect("/sys", rroot)
+	m, err := o.Machine, error(nil)
+	if m == nil {
+		m, err = machine.Detect("/sys", rroot)
+	}
 	if err != nil {
 		p.teardown()
 		return nil, fmt.Errorf("detect this machine: %w", err)
@@ -306,8 +315,11 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.teardown()
 		return nil, err
 	}
-	if p.noIPCE = p.probeIPCE(); p.noIPCE != "" {
+	if p.noIPCE, p.noL2 = p.probeCounters(); p.noIPCE != "" {
 		p.notef("IPCE unavailable: %s; IPC/IPCE are reported as unavailable and the dynamic scheduler does not probe allocations", p.noIPCE)
+	}
+	if p.noL2 != "" {
+		p.notef("L2 misses unavailable: %s; they stay 0 and VP's memory factor uses LLC references instead", p.noL2)
 	}
 	p.start = time.Now()
 	ok = true
@@ -330,13 +342,15 @@ func percentMBA(m *machine.Profile) bool {
 	return true
 }
 
-// probeIPCE opens perf counters on colo's own cgroup, as Start will on each job's, and
-// says why IPCE cannot be measured: it needs hardware cycles and the
-// microarchitecture's stall-cycles raw event ("" when both open).
-func (p *Platform) probeIPCE() string {
+// probeCounters opens perf counters on colo's own cgroup, as Start will on each job's,
+// and says why IPCE cannot be measured (it needs hardware cycles and the
+// microarchitecture's stall-cycles raw event) and why L2 misses cannot be counted (the
+// microarchitecture's raw L2-miss event); "" when they open.
+func (p *Platform) probeCounters() (noIPCE, noL2 string) {
 	cg, err := rt.CgroupOfPID(os.Getpid())
 	if err != nil {
-		return "perf: colo's own cgroup: " + err.Error()
+		why := "perf: colo's own cgroup: " + err.Error()
+		return why, why
 	}
 	cpu := 0
 	if cpus, err := machine.ParseCPUList(readTrim("/sys/devices/system/cpu/online")); err == nil && len(cpus) > 0 {
@@ -344,19 +358,30 @@ func (p *Platform) probeIPCE() string {
 	}
 	c, err := perf.OpenCgroup(cg.PerfEventDir(), []int{cpu}, perf.Options{Sys: p.o.PerfSys, Microarch: p.o.Microarch, Quiet: true})
 	if err != nil {
-		return err.Error()
+		return err.Error(), err.Error()
 	}
 	defer c.Close()
 	if c.Mode() != perf.ModeHardware {
-		return fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
+		why := fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
+		return why, why
 	}
+	noIPCE = "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
+	noL2 = "no raw L2-miss event for this CPU (perf/events.yaml l2_miss)"
 	for _, e := range c.Events() {
-		if e == perf.StallsTotal {
-			return ""
+		switch e {
+		case perf.StallsTotal:
+			noIPCE = ""
+		case perf.L2Misses:
+			noL2 = ""
 		}
 	}
-	return "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
+	return noIPCE, noL2
 }
+
+// L2MissesUnavailable returns "" when jobs' L2 misses are counted (a hardware PMU and
+// the microarchitecture's raw L2-miss event, perf/events.yaml), else why not; then
+// bench.Counters.L2Misses stay 0, which sched.Sample documents as "no such counter".
+func (p *Platform) L2MissesUnavailable() string { return p.noL2 }
 
 func readTrim(path string) string {
 	b, _ := os.ReadFile(path)
@@ -848,11 +873,43 @@ func (p *Platform) Move(id int, cpus []int) error {
 	p.closeCounters(j)
 	j.cpus, j.socket = append([]int(nil), cpus...), p.m.SocketOfCore(cpus[0])
 	p.openCounters(j)
+	if j.quota > 0 && j.quota < 1 { // the quota is per core: it follows the job's core count
+		if err := p.SetQuota(id, j.quota); err != nil {
+			return err
+		}
+	}
 	if p.rdt != nil && j.ctrl != "" {
 		if err := p.SetAllocation(id, j.socket, 0, 0); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// SetQuota implements bench.QuotaSetter: job id may run quota ∈ (0, 1] of its cores'
+// time, a CFS bandwidth limit on its cgroup (runtime.CFSQuota over runtime.CFSPeriod;
+// Docker: the container's CPUQuota/CPUPeriod, process runtime: cpu.cfs_quota_us or
+// cpu.max). 1 removes the limit. A later Move keeps the fraction on the new cores.
+func (p *Platform) SetQuota(id int, quota float64) error {
+	j, err := p.get(id)
+	if err != nil {
+		return err
+	}
+	if !(quota > 0 && quota <= 1) {
+		return fmt.Errorf("job %s: CPU quota %v: want a fraction in (0, 1] of its cores' time", j.spec.Name, quota)
+	}
+	qs, ok := p.rtm.(rt.QuotaSetter)
+	if !ok {
+		return fmt.Errorf("job %s: the %s runtime cannot limit CPU time", j.spec.Name, p.rtm.Name())
+	}
+	q, err := rt.CFSQuota(quota, len(j.cpus), rt.CFSPeriod)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j.spec.Name, err)
+	}
+	if err := qs.SetCPUQuota(p.ctx, j.rid, q, rt.CFSPeriod); err != nil {
+		return fmt.Errorf("job %s: %w", j.spec.Name, err)
+	}
+	j.quota = quota
 	return nil
 }
 
@@ -890,7 +947,7 @@ func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 		mba = 0
 	}
 	if j.ctrl != "" {
-		if err := p.rdt.SetSchemata(j.ctrl, socket, mask, mba); err != nil {
+		if err := p.setSocket(j.ctrl, socket, mask, mba); err != nil {
 			return fmt.Errorf("job %s: %w", j.spec.Name, err)
 		}
 		return nil
@@ -898,7 +955,7 @@ func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 	if err := p.rdt.CreateGroup(name); err != nil {
 		return fmt.Errorf("job %s: create control group %s: %w", j.spec.Name, name, err)
 	}
-	if err := p.rdt.SetSchemata(name, socket, mask, mba); err != nil {
+	if err := p.setSocket(name, socket, mask, mba); err != nil {
 		p.rdt.RemoveGroup(name)
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
@@ -934,22 +991,66 @@ func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
 	if p.rdt == nil {
 		return p.noRDT()
 	}
-	p.mu.Lock()
-	_, saved := p.defMask[socket]
-	p.mu.Unlock()
-	if !saved {
-		orig, _, err := p.rdt.ReadSchemata("", socket)
+	doms, err := resctrl.SocketDomains(p.m, socket)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for _, d := range doms {
+		p.mu.Lock()
+		_, saved := p.defMask[d]
+		p.mu.Unlock()
+		if saved {
+			continue
+		}
+		orig, _, err := p.rdt.ReadSchemata("", d)
 		if err != nil {
 			return fmt.Errorf("system/default: %w", err)
 		}
 		p.mu.Lock()
-		p.defMask[socket] = orig
+		p.defMask[d] = orig
 		p.mu.Unlock()
+		changed = true
+	}
+	if changed {
 		if err := p.saveState(); err != nil {
 			return err
 		}
 	}
-	return p.rdt.SetSchemata("", socket, mask, 0)
+	return p.setSocket("", socket, mask, 0)
+}
+
+// setSocket writes L3 mask and (mba > 0) MB value on every resctrl domain of socket
+// (resctrl.SocketDomains: the socket's one L3 on Intel, each of its CCXs on AMD), so a
+// per-socket decision covers the whole socket. If a domain's write fails, the domains
+// already written get their previous values back: nothing is half-applied.
+func (p *Platform) setSocket(path string, socket int, mask uint64, mba int) error {
+	doms, err := resctrl.SocketDomains(p.m, socket)
+	if err != nil {
+		return err
+	}
+	type prev struct {
+		dom  int
+		mask uint64
+		mba  int
+	}
+	var done []prev
+	for _, d := range doms {
+		m0, b0, err := p.rdt.ReadSchemata(path, d)
+		if err == nil {
+			err = p.rdt.SetSchemata(path, d, mask, mba)
+		}
+		if err != nil {
+			for _, o := range done {
+				if rerr := p.rdt.SetSchemata(path, o.dom, o.mask, o.mba); rerr != nil {
+					return fmt.Errorf("socket %d domain %d: %w (and restoring domain %d failed: %v)", socket, d, err, o.dom, rerr)
+				}
+			}
+			return fmt.Errorf("socket %d domain %d: %w", socket, d, err)
+		}
+		done = append(done, prev{d, m0, b0})
+	}
+	return nil
 }
 
 // Read implements bench.Platform. It syncs the container's threads into its resctrl
@@ -993,6 +1094,7 @@ func (p *Platform) read(j *job) (bench.Counters, error) {
 		c.Cycles += t[perf.Cycles]
 		c.StallsTotal += t[perf.StallsTotal]
 		c.StallsL3Miss += t[perf.StallsL3Miss]
+		c.L2Misses += t[perf.L2Misses] // absent (0) without the raw event
 		c.LLCReferences += t[perf.CacheReferences]
 		c.LLCMisses += t[perf.CacheMisses]
 		if v, ok := t[perf.TaskClock]; ok {
@@ -1027,7 +1129,23 @@ func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
 	if p.rdt == nil {
 		return bench.AllocationReading{}, nil
 	}
-	mask, mba, err := p.rdt.ReadSchemata(j.ctrl, j.socket)
+	doms, err := resctrl.SocketDomains(p.m, j.socket)
+	if err != nil {
+		return bench.AllocationReading{}, err
+	}
+	mask, mba, err := p.rdt.ReadSchemata(j.ctrl, doms[0])
+	if err != nil {
+		return bench.AllocationReading{}, err
+	}
+	for _, d := range doms[1:] { // setSocket writes them all alike
+		m, b, err := p.rdt.ReadSchemata(j.ctrl, d)
+		if err != nil {
+			return bench.AllocationReading{}, err
+		}
+		if m != mask || b != mba {
+			return bench.AllocationReading{}, fmt.Errorf("job %s: group %q differs across socket %d's domains: domain %d L3 %#x MB %d, domain %d L3 %#x MB %d", j.spec.Name, j.ctrl, j.socket, doms[0], mask, mba, d, m, b)
+		}
+	}
 	if err != nil {
 		return bench.AllocationReading{}, err
 	}

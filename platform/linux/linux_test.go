@@ -243,6 +243,10 @@ func TestAllocationsAndCPUTime(t *testing.T) {
 	if c1.CPUTime <= c0.CPUTime || c1.Instructions != 0 || c1.LLCOccupancy == 0 {
 		t.Errorf("counters %+v then %+v", c0, c1)
 	}
+	// Without a hardware PMU (this VM) L2 misses are unavailable: said once, counted 0.
+	if pf.IPCEUnavailable() != "" && (pf.L2MissesUnavailable() == "" || c1.L2Misses != 0) {
+		t.Errorf("no PMU, yet L2 misses %v (unavailable: %q)", c1.L2Misses, pf.L2MissesUnavailable())
+	}
 	// Into a class with 4 ways and 50 % MBA on socket 0. One thread "exits" between
 	// listing and writing (ESRCH): it is skipped, the others move, nothing fails.
 	rdt.mu.Lock()
@@ -493,6 +497,7 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 		{Type: H, Config: unix.PERF_COUNT_HW_BRANCH_MISSES}:       3e6,
 		{Type: R, Config: 0x40004a3}:                              1.0e9, // cycle_activity.stalls_total (Ice Lake-SP)
 		{Type: R, Config: 0x60006a3}:                              0.4e9, // cycle_activity.stalls_l3_miss
+		{Type: R, Config: 0x1ff1}:                                 2e7,   // l2_lines_in.all (Ice Lake-SP L2 misses)
 	}, 0.25)
 	// 2 s per job: ~18 samples each at 100 ms, of which 5 are needed
 	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
@@ -505,6 +510,9 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 	defer pf.Close()
 	if why := pf.IPCEUnavailable(); why != "" {
 		t.Errorf("with cycles and Ice Lake's stall events the platform says IPCE is unavailable: %s", why)
+	}
+	if why := pf.L2MissesUnavailable(); why != "" {
+		t.Errorf("with Ice Lake's L2_LINES_IN.ALL the platform says L2 misses are unavailable: %s", why)
 	}
 	s, _ := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
 	mem := &bench.Memory{}
@@ -539,8 +547,12 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 	t0 := time.Now()
 	time.Sleep(300 * time.Millisecond)
 	c1, _ := pf.Read(js.ID)
-	if r := (c1.Instructions - c0.Instructions) / time.Since(t0).Seconds(); r < 1.8e9 || r > 2.2e9 {
+	dt := time.Since(t0).Seconds()
+	if r := (c1.Instructions - c0.Instructions) / dt; r < 1.8e9 || r > 2.2e9 {
 		t.Errorf("instruction rate %.3g/s, want 2e9/s", r)
+	}
+	if r := (c1.L2Misses - c0.L2Misses) / dt; r < 1.8e7 || r > 2.2e7 {
+		t.Errorf("L2-miss rate %.3g/s, want 2e7/s (the fake PMU's l2_lines_in.all)", r)
 	}
 	pf.Close()
 	if k := pmu.OpenFDs(); k != 0 {

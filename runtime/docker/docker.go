@@ -50,7 +50,10 @@ type Runtime struct {
 	cpusets map[string]string
 }
 
-var _ rt.Runtime = (*Runtime)(nil)
+var (
+	_ rt.Runtime     = (*Runtime)(nil)
+	_ rt.QuotaSetter = (*Runtime)(nil)
+)
 
 // New connects to dockerd (DOCKER_HOST or the default socket), negotiates the API
 // version and checks the daemon answers. If Options.Network is set, the network is
@@ -316,6 +319,23 @@ func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
 	r.mu.Lock()
 	r.cpusets[id] = cpus
 	r.mu.Unlock()
+	return nil
+}
+
+// SetCPUQuota implements runtime.QuotaSetter (docker update --cpu-quota --cpu-period):
+// CFS bandwidth on the running container's cgroup; quota 0 removes the limit.
+func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time.Duration) error {
+	if period < time.Millisecond || period > time.Second || (quota != 0 && quota < rt.MinCFSQuota) {
+		return fmt.Errorf("CPU quota %v per %v: the period must be 1 ms to 1 s and the quota 0 (no limit) or at least %v", quota, period, rt.MinCFSQuota)
+	}
+	q := quota.Microseconds()
+	if quota == 0 {
+		q = -1 // the kernel's "no limit"
+	}
+	_, err := r.cli.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{CPUPeriod: period.Microseconds(), CPUQuota: q}})
+	if err != nil {
+		return r.wrap(err, "update CPU quota of container "+short(id))
+	}
 	return nil
 }
 

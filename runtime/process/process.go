@@ -75,7 +75,10 @@ type stateFile struct {
 	PID    int               `json:"pid"`
 }
 
-var _ rt.Runtime = (*Runtime)(nil)
+var (
+	_ rt.Runtime     = (*Runtime)(nil)
+	_ rt.QuotaSetter = (*Runtime)(nil)
+)
 
 // New prepares the parent cgroups. It fails when cgroups are not mounted or not writable.
 func New(opts Options) (*Runtime, error) {
@@ -596,6 +599,52 @@ func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
 	w.spec.Cpuset = cpus
 	r.mu.Unlock()
 	return nil
+}
+
+// SetCPUQuota implements runtime.QuotaSetter: CFS bandwidth on the workload's cgroup,
+// cpu.cfs_period_us and cpu.cfs_quota_us on cgroup v1, cpu.max on v2; quota 0 removes
+// the limit.
+func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time.Duration) error {
+	if period < time.Millisecond || period > time.Second || (quota != 0 && quota < rt.MinCFSQuota) {
+		return fmt.Errorf("CPU quota %v per %v: the period must be 1 ms to 1 s and the quota 0 (no limit) or at least %v", quota, period, rt.MinCFSQuota)
+	}
+	w, err := r.get(id)
+	if err != nil {
+		return err
+	}
+	write := func(dir, file, val string) error {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0o644); err != nil {
+			return fmt.Errorf("workload %s: set %s=%s: %w", id, file, val, err)
+		}
+		return nil
+	}
+	if d, ok := w.cg.Dirs["cpu"]; ok { // v1
+		// No limit first, so a shorter period never meets an old quota the kernel refuses.
+		if err := write(d, "cpu.cfs_quota_us", "-1"); err != nil {
+			return err
+		}
+		if err := write(d, "cpu.cfs_period_us", fmt.Sprint(period.Microseconds())); err != nil {
+			return err
+		}
+		if quota == 0 {
+			return nil
+		}
+		return write(d, "cpu.cfs_quota_us", fmt.Sprint(quota.Microseconds()))
+	}
+	if d, ok := w.cg.Dirs[""]; ok && r.mode == rt.CgroupV2 {
+		q := "max"
+		if quota > 0 {
+			q = fmt.Sprint(quota.Microseconds())
+		}
+		if err := write(d, "cpu.max", q+" "+fmt.Sprint(period.Microseconds())); err != nil {
+			if r.ctrlErr != nil {
+				return fmt.Errorf("%w (the cpu controller is not delegated to colo's cgroups: %v)", err, r.ctrlErr)
+			}
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("workload %s: no cpu cgroup to limit", id)
 }
 
 // Wait implements runtime.Runtime.

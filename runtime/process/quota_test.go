@@ -1,0 +1,91 @@
+package process_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	rt "colo/runtime"
+)
+
+// TestProcessCPUQuota limits a spinning process to 25 ms per 100 ms through its cgroup
+// (v1 cpu.cfs_quota_us/cfs_period_us, v2 cpu.max): the files hold the limit, the
+// kernel throttles the spinner and its CPU use stays near a quarter core, and quota 0
+// removes the limit again.
+func TestProcessCPUQuota(t *testing.T) {
+	r, _ := newRuntime(t, t.TempDir())
+	ctx := context.Background()
+	s := spec("quota-spinner", "spin")
+	s.Cpuset = "0"
+	id, err := r.Create(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Remove(context.Background(), id) })
+	if err := r.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := r.Inspect(ctx, id)
+	q, err := rt.CFSQuota(0.25, 1, rt.CFSPeriod)
+	if err != nil || q != 25*time.Millisecond {
+		t.Fatalf("CFSQuota(0.25, 1 CPU, 100 ms) = %v %v, want 25ms", q, err)
+	}
+	if err := r.SetCPUQuota(ctx, id, q, rt.CFSPeriod); err != nil {
+		t.Fatal(err)
+	}
+	read := func(f string) string {
+		b, err := os.ReadFile(filepath.Join(info.Cgroup.Dir("cpu"), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	v2 := info.Cgroup.Version == 2
+	if v2 {
+		if got := read("cpu.max"); got != "25000 100000" {
+			t.Errorf("cpu.max %q", got)
+		}
+	} else if qq, pp := read("cpu.cfs_quota_us"), read("cpu.cfs_period_us"); qq != "25000" || pp != "100000" {
+		t.Errorf("cfs quota %s per %s", qq, pp)
+	}
+	s0, _ := r.Stats(ctx, id)
+	time.Sleep(time.Second)
+	s1, _ := r.Stats(ctx, id)
+	c := rt.CPUCores(s0, s1)
+	st := read("cpu.stat")
+	t.Logf("spinner at quota 0.25: %.3f cores; cpu.stat %q", c, st)
+	if !(c > 0 && c < 0.4) {
+		t.Errorf("spinner used %.3f cores under a 0.25 quota", c)
+	}
+	if !strings.Contains(st, "nr_throttled") || strings.Contains(st, "nr_throttled 0\n") {
+		t.Errorf("never throttled: %q", st)
+	}
+	if err := r.SetCPUQuota(ctx, id, 0, rt.CFSPeriod); err != nil {
+		t.Fatal(err)
+	}
+	if v2 {
+		if got := read("cpu.max"); got != "max 100000" {
+			t.Errorf("cpu.max after removing the limit %q", got)
+		}
+	} else if qq := read("cpu.cfs_quota_us"); qq != "-1" {
+		t.Errorf("cfs_quota_us after removing the limit %s", qq)
+	}
+	if err := r.SetCPUQuota(ctx, id, 500*time.Microsecond, rt.CFSPeriod); err == nil {
+		t.Error("a 0.5 ms quota (under the kernel's 1 ms) accepted")
+	}
+	for _, c := range []struct {
+		f    float64
+		n    int
+		want time.Duration
+	}{{1, 4, 0}, {0.5, 4, 200 * time.Millisecond}, {0.001, 1, time.Millisecond}} {
+		if got, err := rt.CFSQuota(c.f, c.n, rt.CFSPeriod); err != nil || got != c.want {
+			t.Errorf("CFSQuota(%v, %d) = %v %v, want %v", c.f, c.n, got, err, c.want)
+		}
+	}
+	if _, err := rt.CFSQuota(0, 1, rt.CFSPeriod); err == nil {
+		t.Error("quota 0 accepted")
+	}
+}
