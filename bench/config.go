@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"colo/internal/fileerr"
 )
 
 // File is the benchmark YAML (seed000.md §1.2, Listings 4.1–4.4). Exactly one of
@@ -272,18 +274,7 @@ func parseIntSet(s string) ([]int, error) {
 }
 
 // Error is a bad-input error pointing at a file and line.
-type Error struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+type Error = fileerr.Error
 
 // Errors is a list of bad-input errors (all problems of a file at once).
 type Errors []*Error

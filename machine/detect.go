@@ -394,25 +394,35 @@ func readHex(path string) (uint64, error) {
 	return n, nil
 }
 
-// readSize parses a sysfs cache size such as "32768K" or "24M".
+// readSize reads a sysfs cache size file (ParseCacheSize).
 func readSize(path string) (int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
-	s := strings.TrimSpace(string(b))
+	n, err := ParseCacheSize(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+// ParseCacheSize parses a sysfs cache size such as "32768K", "24M", "1G" or "512" (bytes;
+// the kernel's cacheinfo "size" attribute, Documentation/ABI/testing/sysfs-devices-system-cpu).
+func ParseCacheSize(s string) (int64, error) {
 	mult := int64(1)
+	num := s
 	switch {
 	case strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+		mult, num = 1<<10, strings.TrimSuffix(s, "K")
 	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+		mult, num = 1<<20, strings.TrimSuffix(s, "M")
 	case strings.HasSuffix(s, "G"):
-		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+		mult, num = 1<<30, strings.TrimSuffix(s, "G")
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a cache size", path, strings.TrimSpace(string(b)))
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a cache size (want a whole number of bytes, optionally with K, M or G)", s)
 	}
 	return n * mult, nil
 }

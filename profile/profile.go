@@ -26,6 +26,8 @@ import (
 
 	"colo/data"
 	"colo/metric"
+
+	"colo/internal/fileerr"
 )
 
 // Column identifies one per-ways metric of a Table.
@@ -254,17 +256,10 @@ func LoadFile(path string) (*Set, error) {
 }
 
 // Error is a located input error: file, 1-based line (0 when not tied to a line), message.
-type Error struct {
-	File string
-	Line int
-	Msg  string
-}
+type Error = fileerr.Error
 
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+func errAt(file string, line int, msg string) *Error {
+	return &Error{File: file, Line: line, Msg: msg}
 }
 
 // Parse reads a metrics.csv-format table: a header with BENCH, NR_WAYS and the twelve
@@ -278,7 +273,7 @@ func Parse(r io.Reader, file string) (*Set, error) {
 	header, err := cr.Read()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &Error{file, 0, "empty file: want a metrics.csv header (BENCH,NR_WAYS,ipc,...)"}
+			return nil, errAt(file, 0, "empty file: want a metrics.csv header (BENCH,NR_WAYS,ipc,...)")
 		}
 		return nil, csvErr(file, err)
 	}
@@ -300,7 +295,7 @@ func Parse(r io.Reader, file string) (*Set, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, &Error{file, 1, fmt.Sprintf("missing column(s) %s in header %q", strings.Join(missing, ", "), strings.Join(header, ","))}
+		return nil, errAt(file, 1, fmt.Sprintf("missing column(s) %s in header %q", strings.Join(missing, ", "), strings.Join(header, ",")))
 	}
 	for c := IPC; c < Slowdown; c++ {
 		i, ok := idx[csvNames[c]]
@@ -326,12 +321,12 @@ func Parse(r io.Reader, file string) (*Set, error) {
 		line, _ := cr.FieldPos(0)
 		bench := strings.TrimSpace(rec[idx["BENCH"]])
 		if bench == "" {
-			return nil, &Error{file, line, "empty BENCH name"}
+			return nil, errAt(file, line, "empty BENCH name")
 		}
 		ws := strings.TrimSpace(rec[idx["NR_WAYS"]])
 		w, err := strconv.Atoi(ws)
 		if err != nil || w < 1 || w > 64 {
-			return nil, &Error{file, line, fmt.Sprintf("NR_WAYS %q is not an integer in 1..64", ws)}
+			return nil, errAt(file, line, fmt.Sprintf("NR_WAYS %q is not an integer in 1..64", ws))
 		}
 		var rv rowv
 		rv.line = line
@@ -339,13 +334,13 @@ func Parse(r io.Reader, file string) (*Set, error) {
 			cell := strings.TrimSpace(rec[colIdx[c]])
 			x, err := strconv.ParseFloat(cell, 64)
 			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, &Error{file, line, fmt.Sprintf("column %s of %s at %d ways: %q is not a finite number", c, bench, w, cell)}
+				return nil, errAt(file, line, fmt.Sprintf("column %s of %s at %d ways: %q is not a finite number", c, bench, w, cell))
 			}
 			if x < 0 {
-				return nil, &Error{file, line, fmt.Sprintf("column %s of %s at %d ways: %q is negative", c, bench, w, cell)}
+				return nil, errAt(file, line, fmt.Sprintf("column %s of %s at %d ways: %q is negative", c, bench, w, cell))
 			}
 			if c == IPC && x == 0 {
-				return nil, &Error{file, line, fmt.Sprintf("column ipc of %s at %d ways: %q must be > 0", bench, w, cell)}
+				return nil, errAt(file, line, fmt.Sprintf("column ipc of %s at %d ways: %q must be > 0", bench, w, cell))
 			}
 			rv.v[c] = x
 		}
@@ -356,12 +351,12 @@ func Parse(r io.Reader, file string) (*Set, error) {
 			order = append(order, bench)
 		}
 		if prev, dup := m[w]; dup {
-			return nil, &Error{file, line, fmt.Sprintf("duplicate row for %s at %d ways (first at line %d)", bench, w, prev.line)}
+			return nil, errAt(file, line, fmt.Sprintf("duplicate row for %s at %d ways (first at line %d)", bench, w, prev.line))
 		}
 		m[w] = rv
 	}
 	if len(order) == 0 {
-		return nil, &Error{file, 0, "no data rows"}
+		return nil, errAt(file, 0, "no data rows")
 	}
 	sort.Strings(order)
 	var tables []*Table
@@ -374,13 +369,13 @@ func Parse(r io.Reader, file string) (*Set, error) {
 		}
 		for w := 1; w <= mx; w++ {
 			if _, ok := m[w]; !ok {
-				return nil, &Error{file, 0, fmt.Sprintf("benchmark %s: gap in way counts, no row for %d ways (has up to %d)", b, w, mx)}
+				return nil, errAt(file, 0, fmt.Sprintf("benchmark %s: gap in way counts, no row for %d ways (has up to %d)", b, w, mx))
 			}
 		}
 		if W == 0 {
 			W = mx
 		} else if mx != W {
-			return nil, &Error{file, m[mx].line, fmt.Sprintf("benchmark %s has way counts 1..%d, others 1..%d", b, mx, W)}
+			return nil, errAt(file, m[mx].line, fmt.Sprintf("benchmark %s has way counts 1..%d, others 1..%d", b, mx, W))
 		}
 		t := &Table{Name: b}
 		for c := IPC; c < Slowdown; c++ {
@@ -390,7 +385,7 @@ func Parse(r io.Reader, file string) (*Set, error) {
 			}
 		}
 		if err := t.derive(); err != nil {
-			return nil, &Error{file, 0, err.Error()}
+			return nil, errAt(file, 0, err.Error())
 		}
 		tables = append(tables, t)
 	}
@@ -400,9 +395,9 @@ func Parse(r io.Reader, file string) (*Set, error) {
 func csvErr(file string, err error) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
-		return &Error{file, pe.Line, pe.Err.Error()}
+		return errAt(file, pe.Line, pe.Err.Error())
 	}
-	return &Error{file, 0, err.Error()}
+	return errAt(file, 0, err.Error())
 }
 
 // Workload is one line of a workloads file.
@@ -418,7 +413,7 @@ type Workload struct {
 func ParseWorkloads(r io.Reader, file string, set *Set) ([]Workload, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, &Error{file, 0, err.Error()}
+		return nil, errAt(file, 0, err.Error())
 	}
 	var out []Workload
 	for i, line := range strings.Split(string(b), "\n") {
@@ -429,19 +424,19 @@ func ParseWorkloads(r io.Reader, file string, set *Set) ([]Workload, error) {
 		}
 		names, err := SplitWorkload(line)
 		if err != nil {
-			return nil, &Error{file, ln, err.Error()}
+			return nil, errAt(file, ln, err.Error())
 		}
 		if set != nil {
 			for _, n := range names {
 				if _, err := set.Get(n); err != nil {
-					return nil, &Error{file, ln, err.Error()}
+					return nil, errAt(file, ln, err.Error())
 				}
 			}
 		}
 		out = append(out, Workload{Line: ln, Names: names})
 	}
 	if len(out) == 0 {
-		return nil, &Error{file, 0, "no workloads (want one comma-separated list of benchmark names per line)"}
+		return nil, errAt(file, 0, "no workloads (want one comma-separated list of benchmark names per line)")
 	}
 	return out, nil
 }

@@ -1,11 +1,11 @@
 package stress
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"colo/machine"
 )
 
 // DetectLLCBytes reads the size of the largest cache of CPU 0 from sysfs
@@ -23,28 +23,10 @@ func detectLLCBytes(dir string) int64 {
 		if err != nil {
 			continue
 		}
-		n, err := parseCacheSize(strings.TrimSpace(string(b)))
+		n, err := machine.ParseCacheSize(strings.TrimSpace(string(b)))
 		if err == nil && n > best {
 			best = n
 		}
 	}
 	return best
-}
-
-// parseCacheSize parses sysfs cache sizes such as "32768K", "2M" or "512".
-func parseCacheSize(s string) (int64, error) {
-	mult := int64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "K")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	case strings.HasSuffix(s, "G"):
-		mult, s = 1<<30, strings.TrimSuffix(s, "G")
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("cache size %q: not a size", s)
-	}
-	return n * mult, nil
 }

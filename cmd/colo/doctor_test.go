@@ -6,7 +6,7 @@ import (
 )
 
 func TestDoctorJSON(t *testing.T) {
-	out, err := runPolicyCmd(t, "doctor", "--json")
+	out, err := runColo(t, "doctor", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,14 +33,14 @@ func TestDoctorJSON(t *testing.T) {
 }
 
 func TestImageBuildBadInput(t *testing.T) {
-	if _, err := runPolicyCmd(t, "image", "build", "--tag", ""); !isBadInput(err) {
+	if _, err := runColo(t, "image", "build", "--tag", ""); !isBadInput(err) {
 		t.Errorf("empty tag: %v", err)
 	}
-	if _, err := runPolicyCmd(t, "image", "build", "--binary", "/nonexistent/colo"); !isBadInput(err) {
+	if _, err := runColo(t, "image", "build", "--binary", "/nonexistent/colo"); !isBadInput(err) {
 		t.Errorf("missing binary: %v", err)
 	}
 	// A dynamically linked file is refused before anything is built.
-	if _, err := runPolicyCmd(t, "image", "build", "--binary", "/bin/sh"); !isBadInput(err) {
+	if _, err := runColo(t, "image", "build", "--binary", "/bin/sh"); !isBadInput(err) {
 		t.Errorf("dynamic binary: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -9,33 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
-
-// runPolicyCmd executes colo in process with args, after resetting every flag of the
-// sub-command to its default (cobra keeps flag values between Execute calls).
-func runPolicyCmd(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	if c, _, err := rootCmd.Find(args); err == nil {
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			if sv, ok := f.Value.(pflag.SliceValue); ok {
-				sv.Replace(nil)
-			} else {
-				f.Value.Set(f.DefValue)
-			}
-			f.Changed = false
-		})
-	}
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(args)
-	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
-	err := rootCmd.Execute()
-	return out.String(), err
-}
 
 func isBadInput(err error) bool {
 	var ue usageError
@@ -57,7 +30,7 @@ func TestEvalReadmeExample(t *testing.T) {
 			5.21402, 1.15471, 1.19452},
 		{"0x700,0x80,0x40,0x20,0x1e,0x1", nil, nil, 5.27237, 1.14205, 1.18588},
 	} {
-		out, err := runPolicyCmd(t, "eval", "--machine", "skx-6138", "--workload", readmeWorkload,
+		out, err := runColo(t, "eval", "--machine", "skx-6138", "--workload", readmeWorkload,
 			"--masks", c.masks, "--bw-model", "stalls", "--max-bw", "35000", "--format", "json")
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +80,7 @@ func TestEvalBadInput(t *testing.T) {
 		{[]string{"--masks", "0x3"}, "--workload is required"},
 		{[]string{"--workload", "a", "--masks", "0x1", "--profiles", prof}, prof + `:3: column ipc of a at 2 ways: "n/a" is not a finite number`},
 	} {
-		_, err := runPolicyCmd(t, append([]string{"eval"}, c.args...)...)
+		_, err := runColo(t, append([]string{"eval"}, c.args...)...)
 		if err == nil || !isBadInput(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v (bad input %v), want exit 2 with %q", c.args, err, isBadInput(err), c.want)
 		}

@@ -19,36 +19,12 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"colo/internal/testenv"
 	"colo/policy"
 	"colo/report"
 	"colo/store"
 )
-
-// runSplit runs a colo command with stdout and stderr kept apart (JSON stays parseable).
-func runSplit(t *testing.T, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	if c, _, err := rootCmd.Find(args); err == nil {
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			if sv, ok := f.Value.(pflag.SliceValue); ok {
-				sv.Replace(nil)
-			} else {
-				f.Value.Set(f.DefValue)
-			}
-			f.Changed = false
-		})
-	}
-	var out, errb bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&errb)
-	rootCmd.SetArgs(args)
-	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
-	err = rootCmd.Execute()
-	return out.String(), errb.String(), err
-}
 
 var (
 	seriesRe = regexp.MustCompile(`<g class="policy-series(?: ring)?" data-policy="([^"]+)" data-points="(\d+)"[^>]*>(.*?)</g>`)

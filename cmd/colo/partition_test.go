@@ -12,7 +12,7 @@ import (
 // Issue 4 must-show: colo partition reproduces the ucp and opt-stp rows of PBBCache's
 // README example (stalls model, 35,000 MB/s).
 func TestPartitionReadmeRows(t *testing.T) {
-	out, err := runPolicyCmd(t, "partition", "--machine", "skx-6138", "--workload", readmeWorkload,
+	out, err := runColo(t, "partition", "--machine", "skx-6138", "--workload", readmeWorkload,
 		"--policy", "ucp,opt-stp", "--bw-model", "stalls", "--max-bw", "35000", "--format", "json", "--jobs", "1")
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestPartitionReadmeRows(t *testing.T) {
 
 // Every policy runs on every shipped workload, and the JSON has the documented keys.
 func TestPartitionAllPoliciesShippedWorkloads(t *testing.T) {
-	out, err := runPolicyCmd(t, "partition", "--workloads", "../../data/pbbcache-skylake/workloads.csv",
+	out, err := runColo(t, "partition", "--workloads", "../../data/pbbcache-skylake/workloads.csv",
 		"--policy", "shared,equal,ucp,ucp-slowdown,kpart,dunn,cpa,lfoc,lfoc+,opt-stp,opt-unf,optc-stp,optc-unf", "--format", "json", "--jobs", "2")
 	if err != nil {
 		t.Fatal(err)
@@ -126,19 +126,19 @@ func TestPartitionBadInput(t *testing.T) {
 		{[]string{"--workload", "lbm06", "--jobs", "-1"}, "--jobs"},
 		{[]string{"--workload", "lbm06", "--jobs", "x"}, "invalid argument"},
 	} {
-		_, err := runPolicyCmd(t, append([]string{"partition"}, c.args...)...)
+		_, err := runColo(t, append([]string{"partition"}, c.args...)...)
 		if err == nil || !isBadInput(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v (bad input %v), want exit 2 with %q", c.args, err, isBadInput(err), c.want)
 		}
 	}
 	// Duplicate names are distinct instances, as in PBBCache.
-	if _, err := runPolicyCmd(t, "partition", "--workload", "lbm06,lbm06,mcf06", "--policy", "ucp,optc-unf"); err != nil {
+	if _, err := runColo(t, "partition", "--workload", "lbm06,lbm06,mcf06", "--policy", "ucp,optc-unf"); err != nil {
 		t.Errorf("duplicates: %v", err)
 	}
 }
 
 func TestClassifyCommand(t *testing.T) {
-	out, err := runPolicyCmd(t, "classify", "--workload", "zeusmp06,gap00,lbm06", "--format", "json")
+	out, err := runColo(t, "classify", "--workload", "zeusmp06,gap00,lbm06", "--format", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +151,13 @@ func TestClassifyCommand(t *testing.T) {
 		t.Errorf("paper thresholds: %v", got)
 	}
 	// zeusmp06 and gap00 flip to light with PBBCache's 14 (seed001.md §6.2).
-	out, _ = runPolicyCmd(t, "classify", "--workload", "zeusmp06,gap00,lbm06", "--format", "json", "--thresholds", "pbbcache")
+	out, _ = runColo(t, "classify", "--workload", "zeusmp06,gap00,lbm06", "--format", "json", "--thresholds", "pbbcache")
 	json.Unmarshal([]byte(out), &doc)
 	got = []string{doc.Apps[0].Class, doc.Apps[1].Class, doc.Apps[2].Class}
 	if strings.Join(got, ",") != "light,light,streaming" {
 		t.Errorf("pbbcache thresholds: %v", got)
 	}
-	if _, err := runPolicyCmd(t, "classify", "--workload", "nope"); err == nil || !isBadInput(err) {
+	if _, err := runColo(t, "classify", "--workload", "nope"); err == nil || !isBadInput(err) {
 		t.Errorf("unknown benchmark: %v", err)
 	}
 }

@@ -251,6 +251,27 @@ func (s simMeasurer) CoRun(_ context.Context, a, c live.App) (float64, error) {
 	return s.r.CoRun(wa, wc)
 }
 
+// measureSetup checks what every measuring subcommand needs before it starts anything: a
+// writable --data directory, the --app list (when apps), and the runner of --runtime with
+// its dials. Errors are bad input.
+func (f *predictFlags) measureSetup(log io.Writer, apps bool) ([]live.App, measurer, []float64, error) {
+	if err := f.writable(); err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	var as []live.App
+	if apps {
+		var err error
+		if as, err = f.parseApps(); err != nil {
+			return nil, nil, nil, badInput(err)
+		}
+	}
+	r, dials, err := f.runner(log)
+	if err != nil {
+		return nil, nil, nil, badInput(err)
+	}
+	return as, r, dials, nil
+}
+
 func (f *predictFlags) runner(log io.Writer) (measurer, []float64, error) {
 	dials, err := parseDials(f.dials)
 	if err != nil {
@@ -590,19 +611,12 @@ func printValidate(w io.Writer, o *validateOutput) error {
 }
 
 func measureCoRuns(cmd *cobra.Command, f *predictFlags, m predict.Method) error {
-	if err := f.writable(); err != nil {
-		return badInput(err)
-	}
-	apps, err := f.parseApps()
+	apps, r, _, err := f.measureSetup(cmd.ErrOrStderr(), true)
 	if err != nil {
-		return badInput(err)
+		return err
 	}
 	if len(apps) < 2 {
 		return badInputf("--app: co-run validation needs at least two applications")
-	}
-	r, _, err := f.runner(cmd.ErrOrStderr())
-	if err != nil {
-		return badInput(err)
 	}
 	d, err := f.load()
 	if err != nil {
@@ -848,16 +862,9 @@ how each affected score was chosen.`,
 				return badInput(err)
 			}
 			if f.runtime != "" {
-				if err := f.writable(); err != nil {
-					return badInput(err)
-				}
-				apps, err := f.parseApps()
+				apps, r, _, err := f.measureSetup(cmd.ErrOrStderr(), true)
 				if err != nil {
-					return badInput(err)
-				}
-				r, _, err := f.runner(cmd.ErrOrStderr())
-				if err != nil {
-					return badInput(err)
+					return err
 				}
 				if _, err := f.load(); err != nil { // the reporter curve must exist first
 					return badInput(err)
@@ -958,12 +965,9 @@ func addTrainReporter(pc *cobra.Command) {
 			if f.runtime == "" {
 				return badInputf("train-reporter measures: give --runtime process or --runtime sim")
 			}
-			if err := f.writable(); err != nil {
-				return badInput(err)
-			}
-			r, dials, err := f.runner(cmd.ErrOrStderr())
+			_, r, dials, err := f.measureSetup(cmd.ErrOrStderr(), false)
 			if err != nil {
-				return badInput(err)
+				return err
 			}
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
@@ -999,16 +1003,9 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 			if f.runtime == "" {
 				return badInputf("profile measures: give --runtime process or --runtime sim")
 			}
-			if err := f.writable(); err != nil {
-				return badInput(err)
-			}
-			apps, err := f.parseApps()
+			apps, r, dials, err := f.measureSetup(cmd.ErrOrStderr(), true)
 			if err != nil {
-				return badInput(err)
-			}
-			r, dials, err := f.runner(cmd.ErrOrStderr())
-			if err != nil {
-				return badInput(err)
+				return err
 			}
 			m, err := f.methodValue()
 			if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // The stable keys of `colo predict validate --json` and PROVENANCE.md's figures.
 func TestPredictValidateJSON(t *testing.T) {
-	out, err := runPolicyCmd(t, "predict", "validate", "--json")
+	out, err := runColo(t, "predict", "validate", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +67,8 @@ func copyData(t *testing.T) string {
 
 func TestPredictFromADirectoryMatchesTheEmbeddedSet(t *testing.T) {
 	dir := copyData(t)
-	a, err1 := runPolicyCmd(t, "predict", "validate", "--json")
-	b, err2 := runPolicyCmd(t, "predict", "validate", "--json", "--data", dir)
+	a, err1 := runColo(t, "predict", "validate", "--json")
+	b, err2 := runColo(t, "predict", "validate", "--json", "--data", dir)
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -76,7 +76,7 @@ func TestPredictFromADirectoryMatchesTheEmbeddedSet(t *testing.T) {
 	if strip(a) != strip(strings.ReplaceAll(b, dir, "embedded:bubbleup-spec2017")) {
 		t.Fatal("a copied directory gives different results")
 	}
-	out, err := runPolicyCmd(t, "predict", "predict", "--data", dir, "605.mcf_s", "619.lbm_s")
+	out, err := runColo(t, "predict", "predict", "--data", dir, "605.mcf_s", "619.lbm_s")
 	if err != nil || !strings.Contains(out, "605.mcf_s next to 619.lbm_s (score 60 MB)") || !strings.Contains(out, "619.lbm_s next to 605.mcf_s (score 4 MB)") {
 		t.Fatalf("pair: %v\n%s", err, out)
 	}
@@ -84,17 +84,17 @@ func TestPredictFromADirectoryMatchesTheEmbeddedSet(t *testing.T) {
 		t.Fatal("a single pair should not rewrite predictions.json")
 	}
 	// Three co-runners: mcf next to xz (0 MB) and lbm (60 MB) reads mcf's curve at 60 MB.
-	out, err = runPolicyCmd(t, "predict", "predict", "--data", dir, "605.mcf_s", "657.xz_s", "619.lbm_s")
+	out, err = runColo(t, "predict", "predict", "--data", dir, "605.mcf_s", "657.xz_s", "619.lbm_s")
 	if err != nil || !strings.Contains(out, "combined 60 MB") {
 		t.Fatalf("three co-runners: %v\n%s", err, out)
 	}
-	if _, err := runPolicyCmd(t, "predict", "predict", "--data", dir, "--json"); err != nil {
+	if _, err := runColo(t, "predict", "predict", "--data", dir, "--json"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "predictions.json")); err == nil {
 		t.Fatal("predictions.json written without --write")
 	}
-	if _, err := runPolicyCmd(t, "predict", "predict", "--data", dir, "--json", "--write"); err != nil {
+	if _, err := runColo(t, "predict", "predict", "--data", dir, "--json", "--write"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "predictions.json")); err != nil {
@@ -102,7 +102,7 @@ func TestPredictFromADirectoryMatchesTheEmbeddedSet(t *testing.T) {
 	}
 	// score never rewrites the scores file unless asked, and never a read-only one.
 	before, _ := os.ReadFile(filepath.Join(dir, "contentiousness_scores.csv"))
-	if _, err := runPolicyCmd(t, "predict", "score", "--data", dir, "--method", "linear"); err != nil {
+	if _, err := runColo(t, "predict", "score", "--data", dir, "--method", "linear"); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(filepath.Join(dir, "contentiousness_scores.csv"))
@@ -110,7 +110,7 @@ func TestPredictFromADirectoryMatchesTheEmbeddedSet(t *testing.T) {
 		t.Fatal("score rewrote contentiousness_scores.csv without --write")
 	}
 	os.Chmod(filepath.Join(dir, "contentiousness_scores.csv"), 0o444)
-	if _, err := runPolicyCmd(t, "predict", "score", "--data", dir, "--write"); err == nil || !strings.Contains(err.Error(), "read-only") {
+	if _, err := runColo(t, "predict", "score", "--data", dir, "--write"); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("overwrote a read-only file: %v", err)
 	}
 	after, _ = os.ReadFile(filepath.Join(dir, "contentiousness_scores.csv"))
@@ -150,7 +150,7 @@ func TestPredictBadInput(t *testing.T) {
 		{[]string{"stress", "compute", "--mb", "4"}, "no working set"},
 		{[]string{"stress", "reporter", "--type", "type9"}, "unknown reporter type"},
 	} {
-		_, err := runPolicyCmd(t, tc.args...)
+		_, err := runColo(t, tc.args...)
 		if err == nil || !isBadInput(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v (bad input %v), want %q", tc.args, err, isBadInput(err), tc.want)
 		}
@@ -161,7 +161,7 @@ func TestPredictBadInput(t *testing.T) {
 func TestPredictSimPipeline(t *testing.T) {
 	dir := t.TempDir()
 	apps := []string{"--app", "cpu=cpu", "--app", "neighbor=neighbor:6M:1g", "--app", "mload=mload:60M"}
-	out, err := runPolicyCmd(t, append([]string{"predict", "profile", "--runtime", "sim", "--data", dir, "--dials", "0:64:8", "--method", "linear"}, apps...)...)
+	out, err := runColo(t, append([]string{"predict", "profile", "--runtime", "sim", "--data", dir, "--dials", "0:64:8", "--method", "linear"}, apps...)...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -170,7 +170,7 @@ func TestPredictSimPipeline(t *testing.T) {
 			t.Fatalf("%s not written: %v\n%s", f, err, out)
 		}
 	}
-	out, err = runPolicyCmd(t, append([]string{"predict", "validate", "--runtime", "sim", "--data", dir, "--dials", "0:64:8", "--method", "linear", "--json"}, apps...)...)
+	out, err = runColo(t, append([]string{"predict", "validate", "--runtime", "sim", "--data", dir, "--dials", "0:64:8", "--method", "linear", "--json"}, apps...)...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -184,7 +184,7 @@ func TestPredictSimPipeline(t *testing.T) {
 	}
 	// Deterministic by seed: the same profile twice gives byte-identical files.
 	dir2 := t.TempDir()
-	if _, err := runPolicyCmd(t, append([]string{"predict", "profile", "--runtime", "sim", "--data", dir2, "--dials", "0:64:8", "--method", "linear"}, apps...)...); err != nil {
+	if _, err := runColo(t, append([]string{"predict", "profile", "--runtime", "sim", "--data", dir2, "--dials", "0:64:8", "--method", "linear"}, apps...)...); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"reporter_sensitivity.csv", "contentiousness.csv", "sensitivity/neighbor_data.csv"} {

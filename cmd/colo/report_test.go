@@ -64,7 +64,7 @@ func TestReportOfSimulatedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "report.html")
-	msg, err := runPolicyCmd(t, "report", dir, "-o", out)
+	msg, err := runColo(t, "report", dir, "-o", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestReportOfSimulatedRun(t *testing.T) {
 	}
 
 	csv := filepath.Join(t.TempDir(), "csv")
-	if _, err := runPolicyCmd(t, "export", dir, "--format", "csv", "-o", csv); err != nil {
+	if _, err := runColo(t, "export", dir, "--format", "csv", "-o", csv); err != nil {
 		t.Fatal(err)
 	}
 	st, err := store.Open(dir)
@@ -120,7 +120,7 @@ func TestReportExportBadInput(t *testing.T) {
 		{"export", filepath.Join(t.TempDir(), "absent")},
 		{"export", t.TempDir(), "--format", "xlsx"},
 	} {
-		if _, err := runPolicyCmd(t, args...); !isBadInput(err) {
+		if _, err := runColo(t, args...); !isBadInput(err) {
 			t.Errorf("colo %v: %v, want a bad-input error (exit 2)", args, err)
 		}
 	}

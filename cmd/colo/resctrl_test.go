@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -24,6 +25,23 @@ var _ linux.RDT = (*resctrl.Adapter)(nil)
 // runColo runs the colo command line in process and returns stdout and the error.
 func runColo(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	var out bytes.Buffer
+	err := execColo(&out, &out, args...)
+	return out.String(), err
+}
+
+// runSplit runs a colo command with stdout and stderr kept apart (JSON stays parseable).
+func runSplit(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err = execColo(&out, &errb, args...)
+	return out.String(), errb.String(), err
+}
+
+// execColo runs the colo binary's root command in process as main does (flag errors are
+// bad input), every flag back at its default first: flags keep their values between
+// Execute calls in one process.
+func execColo(stdout, stderr io.Writer, args ...string) error {
 	var reset func(c *cobra.Command)
 	reset = func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
@@ -40,13 +58,12 @@ func runColo(t *testing.T, args ...string) (string, error) {
 			reset(sub)
 		}
 	}
-	reset(rootCmd) // flags keep their values between Execute calls in one process
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
+	reset(rootCmd)
+	rootCmd.SetOut(stdout)
+	rootCmd.SetErr(stderr)
 	rootCmd.SetArgs(args)
-	err := rootCmd.Execute()
-	return out.String(), err
+	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
+	return rootCmd.Execute()
 }
 
 func TestResctrlCLI(t *testing.T) {

@@ -27,7 +27,7 @@ func TestRunPlatformFlag(t *testing.T) {
 	if err := os.WriteFile(yml, []byte(platformBench), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runPolicyCmd(t, "run", yml, "--platform", "sim", "--no-store", "--json")
+	out, err := runColo(t, "run", yml, "--platform", "sim", "--no-store", "--json")
 	if err != nil {
 		t.Fatalf("colo run --platform sim: %v\n%s", err, out)
 	}
@@ -44,7 +44,7 @@ func TestRunPlatformFlag(t *testing.T) {
 	if rep.Platform != "sim" || rep.Machine != "icx-4314-2s" || len(rep.Schedulers) != 1 || rep.Schedulers[0].JobsCompleted != 1 {
 		t.Fatalf("--platform sim did not override the file's platform: %+v", rep)
 	}
-	_, err = runPolicyCmd(t, "run", yml, "--platform", "vm", "--no-store")
+	_, err = runColo(t, "run", yml, "--platform", "vm", "--no-store")
 	if err == nil || !isBadInput(err) {
 		t.Fatalf("--platform vm: err %v, want bad input (exit 2)", err)
 	}

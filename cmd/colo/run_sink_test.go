@@ -51,7 +51,7 @@ func runSinkBench(t *testing.T, host, wait string) (bench struct {
 		t.Fatal(err)
 	}
 	dir = filepath.Join(t.TempDir(), "run")
-	out, err := runPolicyCmd(t, "run", yml, "--out", dir, "--json", "--db-wait", wait)
+	out, err := runColo(t, "run", yml, "--out", dir, "--json", "--db-wait", wait)
 	if err != nil {
 		t.Fatalf("colo run: %v\n%s", err, out)
 	}

@@ -10,7 +10,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
+	"colo/machine"
 	"colo/sched"
 )
 
@@ -134,4 +136,83 @@ func Take(j sched.Job, s int, free [][]int) {
 		}
 	}
 	free[s] = keep
+}
+
+// Place places the queue of obs FIFO: a job that can never run on m, or for which reject
+// gives a reason (reject may be nil), is rejected; every other job goes to the first socket
+// where it fits now (Sockets order) and admit (nil: admit all) accepts it, and its cores
+// are taken off the copy of the free cores. The first job that goes nowhere stops the queue
+// (FIFO); Place returns it and the last reason admit gave (nil when it fits on no socket).
+// admit records an accepted job in the caller's state.
+func Place(obs *sched.Observation, m *machine.Profile, d *sched.Decisions,
+	reject func(sched.Job) string, admit func(j sched.Job, socket int) error) (waiting *sched.Job, why error) {
+	free := CopyFree(obs.FreeCPUs)
+	for _, j := range obs.Queue {
+		r := sched.NeverFits(j, m)
+		if r == "" && reject != nil {
+			r = reject(j)
+		}
+		if r != "" {
+			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: r})
+			continue
+		}
+		placed := false
+		why = nil
+		for _, sock := range Sockets(j, free) {
+			if admit != nil {
+				if err := admit(j, sock); err != nil {
+					why = err
+					continue
+				}
+			}
+			d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: sock})
+			Take(j, sock, free)
+			placed = true
+			break
+		}
+		if !placed {
+			return &j, why
+		}
+	}
+	return nil, nil
+}
+
+// Stale returns, ascending, the jobs of placed (job ID -> socket) that obs neither shows
+// running nor were placed at obs.Now (pending: job ID -> tick it was placed at): their
+// start failed, and the caller forgets them. Jobs seen running leave pending.
+func Stale(obs *sched.Observation, placed map[int]int, pending map[int]time.Duration) []int {
+	running := map[int]bool{}
+	for _, r := range obs.Running {
+		running[r.ID] = true
+		delete(pending, r.ID)
+	}
+	var gone []int
+	for id := range placed {
+		if !running[id] && pending[id] < obs.Now {
+			gone = append(gone, id)
+		}
+	}
+	sort.Ints(gone)
+	return gone
+}
+
+// Fresh returns the latest sample of a running job if it was not returned before (recorded
+// in lastSeen), else nil: a controller is fed each collector sample once.
+func Fresh(r sched.Running, lastSeen map[int]*sched.Sample) *sched.Sample {
+	if r.Last == nil || r.Last == lastSeen[r.ID] {
+		return nil
+	}
+	lastSeen[r.ID] = r.Last
+	return r.Last
+}
+
+// ValidCounters reports whether every counter of a sample is a number ≥ 0 (the controllers
+// reject a sample with a negative or NaN counter before anything changes).
+func ValidCounters(v ...float64) bool {
+	for _, x := range v {
+		if !(x >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,10 +1,14 @@
 package ctlsched
 
 import (
+	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"colo/machine"
 	"colo/sched"
 )
 
@@ -62,5 +66,77 @@ func TestPlacement(t *testing.T) {
 	Take(sched.Job{Cores: 3}, 1, free)
 	if !reflect.DeepEqual(free[1], []int{7, 8}) || Cores(pinned) != 2 {
 		t.Fatalf("socket 1 free %v", free[1])
+	}
+}
+
+// Place rejects what can never run (and what reject refuses), tries the next socket when
+// admit refuses one, and stops the queue at the first job that goes nowhere (FIFO), even
+// when a later job would fit.
+func TestPlaceFIFO(t *testing.T) {
+	m, err := machine.Get("icx-4314-2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &sched.Observation{FreeCPUs: [][]int{{0, 1}, {16, 17, 18}}, Queue: []sched.Job{
+		{ID: 1, Cores: 1000},          // more cores than a socket: NeverFits
+		{ID: 2, Name: "no", Cores: 1}, // refused by reject
+		{ID: 3, Cores: 2},             // socket 1 has more free cores, but admit refuses it
+		{ID: 4, Cores: 2},             // fits on socket 1 (3 free)
+		{ID: 5, Cores: 2},             // fits nowhere now: waits
+		{ID: 6, Cores: 1},             // would fit on socket 1, but FIFO
+	}}
+	var d sched.Decisions
+	var tried []int
+	reject := func(j sched.Job) string {
+		if j.Name == "no" {
+			return "refused"
+		}
+		return ""
+	}
+	admit := func(j sched.Job, s int) error {
+		tried = append(tried, j.ID*10+s)
+		if j.ID == 3 && s == 1 {
+			return errors.New("socket 1 full")
+		}
+		return nil
+	}
+	w, why := Place(obs, m, &d, reject, admit)
+	if w == nil || w.ID != 5 || why != nil {
+		t.Fatalf("waiting %+v (%v), want job 5 with no admission error", w, why)
+	}
+	if len(d.Reject) != 2 || d.Reject[0].Job != 1 || d.Reject[1].Job != 2 || d.Reject[1].Reason != "refused" {
+		t.Fatalf("rejections %+v", d.Reject)
+	}
+	want := []sched.Placement{{Job: 3, Socket: 0}, {Job: 4, Socket: 1}}
+	if !reflect.DeepEqual(d.Place, want) {
+		t.Fatalf("placements %+v, want %+v", d.Place, want)
+	}
+	if !reflect.DeepEqual(tried, []int{31, 30, 41}) {
+		t.Fatalf("admit calls %v, want [31 30 41] (job*10+socket)", tried)
+	}
+	if !reflect.DeepEqual(obs.FreeCPUs, [][]int{{0, 1}, {16, 17, 18}}) {
+		t.Fatalf("Place changed the observation's free cores: %v", obs.FreeCPUs)
+	}
+}
+
+// A placed job that neither runs nor was placed this tick is stale; one placed this tick is
+// not yet; a running one leaves pending. A sample is fresh once.
+func TestStaleFresh(t *testing.T) {
+	placed := map[int]int{1: 0, 2: 0, 3: 1, 4: 1}
+	pending := map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: time.Second, 4: time.Second}
+	smp := &sched.Sample{Instructions: 1}
+	obs := &sched.Observation{Now: 2 * time.Second, Running: []sched.Running{{Job: sched.Job{ID: 3}, Last: smp}}}
+	if g := Stale(obs, placed, pending); !reflect.DeepEqual(g, []int{1, 4}) {
+		t.Fatalf("stale %v, want [1 4]", g)
+	}
+	if _, ok := pending[3]; ok {
+		t.Fatal("a running job stays pending")
+	}
+	seen := map[int]*sched.Sample{}
+	if Fresh(obs.Running[0], seen) != smp || Fresh(obs.Running[0], seen) != nil {
+		t.Fatal("a sample is not returned exactly once")
+	}
+	if !ValidCounters(0, 1e9) || ValidCounters(1, -1) || ValidCounters(math.NaN()) {
+		t.Fatal("ValidCounters")
 	}
 }

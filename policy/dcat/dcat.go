@@ -57,6 +57,7 @@ import (
 	"time"
 
 	"colo/metric"
+	"colo/policy/ctlsched"
 )
 
 // State is a dCat workload category (seed003.md §1.5).
@@ -311,8 +312,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		if _, ok := c.ws[s.ID]; !ok {
 			return Decision{}, false, fmt.Errorf("dcat: sample for unknown workload %q", s.ID)
 		}
-		if s.Instructions < 0 || s.Cycles < 0 || s.Loads < 0 || s.LLCRefs < 0 || s.LLCMisses < 0 || s.Interval < 0 ||
-			math.IsNaN(s.Instructions+s.Cycles+s.Loads+s.LLCRefs+s.LLCMisses) {
+		if s.Interval < 0 || !ctlsched.ValidCounters(s.Instructions, s.Cycles, s.Loads, s.LLCRefs, s.LLCMisses) {
 			return Decision{}, false, fmt.Errorf("dcat: sample for %q has a negative or NaN counter: %+v", s.ID, s)
 		}
 	}

@@ -2,7 +2,6 @@ package dcat
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -207,67 +206,39 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		s.forget(id)
 	}
 	// A job placed earlier that neither runs nor finished (its start failed) is forgotten.
-	running := map[int]bool{}
-	for _, r := range obs.Running {
-		running[r.ID] = true
-	}
-	var gone []int
-	for id := range s.socketOf {
-		if !running[id] && s.pendingPlace[id] < obs.Now {
-			gone = append(gone, id)
-		}
-	}
-	sort.Ints(gone)
-	for _, id := range gone {
+	for _, id := range ctlsched.Stale(obs, s.socketOf, s.pendingPlace) {
 		s.forget(id)
 	}
-	for id := range running {
-		delete(s.pendingPlace, id)
+	reject := func(j sched.Job) string {
+		if b := s.baselineOf(j); b < s.opt.MinWays || b > s.opt.Capacity() {
+			return fmt.Sprintf("dcat baseline %d ways is outside %d..%d", b, s.opt.MinWays, s.opt.Capacity())
+		}
+		return ""
 	}
-	free := ctlsched.CopyFree(obs.FreeCPUs)
-	for _, j := range obs.Queue {
-		if why := sched.NeverFits(j, s.m); why != "" {
-			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: why})
-			continue
+	admit := func(j sched.Job, sock int) error {
+		cid := s.idOf(j)
+		if err := s.ctl[sock].Add(cid, s.baselineOf(j)); err != nil {
+			return err
 		}
-		b := s.baselineOf(j)
-		if b < s.opt.MinWays || b > s.opt.Capacity() {
-			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: fmt.Sprintf("dcat baseline %d ways is outside %d..%d", b, s.opt.MinWays, s.opt.Capacity())})
-			continue
-		}
-		order := ctlsched.Sockets(j, free)
-		placed := false
-		var why error
-		for _, sock := range order {
-			cid := s.idOf(j)
-			if err := s.ctl[sock].Add(cid, b); err != nil {
-				why = err
-				continue
-			}
-			s.names[j.ID] = cid
-			s.jobOf[cid] = j.ID
-			s.socketOf[j.ID] = sock
-			s.pendingPlace[j.ID] = obs.Now
-			d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: sock})
-			ctlsched.Take(j, sock, free)
-			placed = true
-			break
-		}
-		if !placed {
-			if why != nil {
-				d.Log = append(d.Log, fmt.Sprintf("dcat: job %d waits: %v", j.ID, why))
-			}
-			break // FIFO
-		}
+		s.names[j.ID] = cid
+		s.jobOf[cid] = j.ID
+		s.socketOf[j.ID] = sock
+		s.pendingPlace[j.ID] = obs.Now
+		return nil
+	}
+	if j, why := ctlsched.Place(obs, s.m, &d, reject, admit); j != nil && why != nil {
+		d.Log = append(d.Log, fmt.Sprintf("dcat: job %d waits: %v", j.ID, why))
 	}
 	samples := make([][]Sample, len(s.ctl))
 	for _, r := range obs.Running {
 		sock, ok := s.socketOf[r.ID]
-		if !ok || r.Last == nil || r.Last == s.lastSeen[r.ID] {
+		if !ok {
 			continue
 		}
-		s.lastSeen[r.ID] = r.Last
-		l := r.Last
+		l := ctlsched.Fresh(r, s.lastSeen)
+		if l == nil {
+			continue
+		}
 		loads := l.L1References
 		if loads <= 0 && l.Instructions > 0 {
 			loads = l.LLCReferences // a platform without a load counter

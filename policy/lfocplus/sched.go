@@ -126,49 +126,30 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	for _, id := range obs.Finished {
 		s.forget(id)
 	}
-	running := map[int]bool{}
-	for _, r := range obs.Running {
-		running[r.ID] = true
-		delete(s.pending, r.ID)
-	}
-	var gone []int
-	for id := range s.socketOf {
-		if !running[id] && s.pending[id] < obs.Now {
-			gone = append(gone, id)
-		}
-	}
-	sort.Ints(gone)
-	for _, id := range gone {
+	for _, id := range ctlsched.Stale(obs, s.socketOf, s.pending) {
 		s.forget(id)
 	}
-	free := ctlsched.CopyFree(obs.FreeCPUs)
-	for _, j := range obs.Queue {
-		if why := sched.NeverFits(j, s.m); why != "" {
-			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: why})
-			continue
+	admit := func(j sched.Job, sock int) error {
+		if err := s.ctl[sock].Add(strconv.Itoa(j.ID)); err != nil {
+			return err
 		}
-		socks := ctlsched.Sockets(j, free)
-		if len(socks) == 0 {
-			break
-		}
-		best := socks[0]
-		if err := s.ctl[best].Add(strconv.Itoa(j.ID)); err != nil {
-			d.Log = append(d.Log, "lfoc+: "+err.Error())
-			break
-		}
-		ctlsched.Take(j, best, free)
-		s.socketOf[j.ID] = best
+		s.socketOf[j.ID] = sock
 		s.pending[j.ID] = obs.Now
-		d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: best})
+		return nil
+	}
+	if j, why := ctlsched.Place(obs, s.m, &d, nil, admit); j != nil && why != nil {
+		d.Log = append(d.Log, "lfoc+: "+why.Error())
 	}
 	samples := make([][]Sample, len(s.ctl))
 	for _, r := range obs.Running {
 		sock, ok := s.socketOf[r.ID]
-		if !ok || r.Last == nil || r.Last == s.lastSeen[r.ID] {
+		if !ok {
 			continue
 		}
-		s.lastSeen[r.ID] = r.Last
-		l := r.Last
+		l := ctlsched.Fresh(r, s.lastSeen)
+		if l == nil {
+			continue
+		}
 		samples[sock] = append(samples[sock], Sample{ID: strconv.Itoa(r.ID), Instructions: l.Instructions,
 			Cycles: l.Cycles, LLCMisses: l.LLCMisses, OccupancyBytes: l.LLCOccupancy})
 	}

@@ -139,20 +139,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			delete(s.quota, id)
 		}
 	}
-	free := ctlsched.CopyFree(obs.FreeCPUs)
-	for _, j := range obs.Queue {
-		if why := sched.NeverFits(j, s.m); why != "" {
-			d.Reject = append(d.Reject, sched.Rejection{Job: j.ID, Reason: why})
-			continue
-		}
-		socks := ctlsched.Sockets(j, free)
-		if len(socks) == 0 {
-			break
-		}
-		best := socks[0]
-		ctlsched.Take(j, best, free)
-		d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: best})
-	}
+	ctlsched.Place(obs, s.m, &d, nil, nil)
 	// Where jobs actually run first (the run loop picks the cores of a move), then newcomers.
 	for _, r := range obs.Running {
 		id := strconv.Itoa(r.ID)
@@ -180,11 +167,10 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			s.known[r.ID] = true
 			s.socket[r.ID] = r.Socket
 		}
-		if r.Last == nil || r.Last == s.lastSeen[r.ID] {
+		l := ctlsched.Fresh(r, s.lastSeen)
+		if l == nil {
 			continue
 		}
-		s.lastSeen[r.ID] = r.Last
-		l := r.Last
 		samples = append(samples, Sample{ID: id, Instructions: l.Instructions, Cycles: l.Cycles,
 			L2Misses: L2MissesOf(*l), LLCMisses: l.LLCMisses, MemBytes: l.MemBandwidthMBps * 1e6 * l.Interval.Seconds(),
 			Interval: l.Interval})

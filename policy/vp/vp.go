@@ -71,6 +71,7 @@ import (
 
 	"colo/machine"
 	"colo/metric"
+	"colo/policy/ctlsched"
 )
 
 // Kind is a rung of the ladder, in increasing cost.
@@ -514,8 +515,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 		if _, ok := c.ws[s.ID]; !ok {
 			return Decision{}, false, fmt.Errorf("vp: sample for unknown workload %q", s.ID)
 		}
-		if s.Instructions < 0 || s.Cycles < 0 || s.L2Misses < 0 || s.LLCMisses < 0 || s.MemBytes < 0 || s.Interval < 0 ||
-			math.IsNaN(s.Instructions+s.Cycles+s.L2Misses+s.LLCMisses+s.MemBytes) {
+		if s.Interval < 0 || !ctlsched.ValidCounters(s.Instructions, s.Cycles, s.L2Misses, s.LLCMisses, s.MemBytes) {
 			return Decision{}, false, fmt.Errorf("vp: sample for %q has a negative or NaN counter: %+v", s.ID, s)
 		}
 	}
