@@ -1,7 +1,9 @@
 package stress
 
 import (
+	"colo/internal/testenv"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -270,7 +272,7 @@ func TestParseStressNGYAML(t *testing.T) {
 
 func TestRunStressNGWhenInstalled(t *testing.T) {
 	if _, ok := StressNGAvailable(); !ok {
-		t.Skip("stress-ng not installed (scripts/setup.sh installs it)")
+		testenv.Need(t, "stress-ng (apt-get install stress-ng; scripts/setup.sh installs it)", errors.New("not on PATH"))
 	}
 	r, err := RunStressNG(context.Background(), KindSyscall, 1, time.Second, nil, nil)
 	if err != nil || r.Work <= 0 || r.Unit != "bogo-ops" || r.Workers != 1 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"colo/internal/testenv"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -100,9 +101,7 @@ func TestRunInfluxUnreachable(t *testing.T) {
 // queried back are the samples the run directory holds.
 func TestRunInfluxDelivers(t *testing.T) {
 	bin, err := exec.LookPath("influxd")
-	if err != nil {
-		t.Skip("influxd not installed (scripts/setup.sh installs the Debian package influxdb)")
-	}
+	testenv.Need(t, "influxd (apt-get install influxdb; scripts/setup.sh installs it)", err)
 	u := startTestInfluxd(t, bin)
 	if _, err := http.Post(u+"/query?"+url.Values{"q": {"CREATE DATABASE colo"}}.Encode(), "", nil); err != nil {
 		t.Fatal(err)
