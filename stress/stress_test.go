@@ -1,7 +1,6 @@
 package stress
 
 import (
-	"colo/internal/testenv"
 	"context"
 	"errors"
 	"math"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"colo/internal/testenv"
 )
 
 func TestLFSRIsTheBubbleUpGaloisLFSR(t *testing.T) {

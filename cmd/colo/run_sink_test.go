@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"colo/internal/testenv"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/testenv"
 	"colo/store"
 )
 
