@@ -25,11 +25,14 @@ slowdown and schedules jobs accordingly.
 
 Without RDT or a hardware PMU (a VM, a laptop) colo runs on its simulated testbed,
 whose resctrl state is held by a validating emulator of the kernel's filesystem.`,
-	Example: `  colo machine list
-  colo machine show icx-4314-2s
-  colo eval --machine skx-6138 --profiles metrics.csv \
-      --workload sphinx306,lbm06,libquantum06,applu00,soplex06,milc06 \
-      --masks 0x600,0x180,0x40,0x20,0x1e,0x1 --bw-model stalls --max-bw 35000`,
+	Example: `  colo run examples/thesis/high-utilization.yaml --compare least-loaded,dynamic
+  colo report runs/<dir>
+  colo eval --machine skx-6138 --workload sphinx306,lbm06,libquantum06,applu00,soplex06,milc06 \
+      --masks 0x600,0x180,0x40,0x20,0x1e,0x1 --bw-model stalls --max-bw 35000
+  colo partition --workloads data/pbbcache-skylake/workloads.csv --policy ucp,lfoc+,optc-unf
+  colo compare examples/dcat/fig15-mlr-mload.yaml
+  colo predict validate --json
+  colo doctor`,
 	SilenceUsage:  true,
 	SilenceErrors: true,
 }
