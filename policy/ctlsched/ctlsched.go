@@ -216,3 +216,17 @@ func ValidCounters(v ...float64) bool {
 	}
 	return true
 }
+
+// PerSocket builds one controller per socket of a machine with mk (the dCat and LFOC+
+// schedulers run an independent controller on each socket's LLC).
+func PerSocket[C any](sockets int, mk func() (C, error)) ([]C, error) {
+	out := make([]C, 0, sockets)
+	for i := 0; i < sockets; i++ {
+		c, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}

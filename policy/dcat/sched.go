@@ -99,13 +99,11 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		return nil, fmt.Errorf("dcat: scheduler.options.baseline = %d is outside %d..%d", s.baseline, opt.MinWays, opt.Capacity())
 	}
 	s.opt = opt
-	for i := 0; i < m.Sockets; i++ {
-		c, err := New(opt)
-		if err != nil {
-			return nil, err
-		}
-		s.ctl = append(s.ctl, c)
+	ctl, err := ctlsched.PerSocket(m.Sockets, func() (*Controller, error) { return New(opt) })
+	if err != nil {
+		return nil, err
 	}
+	s.ctl = ctl
 	if m.MBA != nil {
 		s.mba = m.MBA.Max
 	}

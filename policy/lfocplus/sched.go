@@ -89,13 +89,11 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		}
 	}
 	s := &Scheduler{m: m, socketOf: map[int]int{}, lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pending: map[int]time.Duration{}}
-	for i := 0; i < m.Sockets; i++ {
-		c, err := New(opt)
-		if err != nil {
-			return nil, err
-		}
-		s.ctl = append(s.ctl, c)
+	ctl, err := ctlsched.PerSocket(m.Sockets, func() (*Controller, error) { return New(opt) })
+	if err != nil {
+		return nil, err
 	}
+	s.ctl = ctl
 	if m.MBA != nil {
 		s.mba = m.MBA.Max
 	}

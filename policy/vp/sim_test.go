@@ -107,7 +107,7 @@ func (r *vsim) second() Decision {
 			}
 			s.Instructions += float64(k.Instructions)
 			s.Cycles += float64(k.Cycles)
-			s.L2Misses += float64(k.LLCReferences)
+			s.L2Misses += float64(k.L2Misses)
 			s.LLCMisses += float64(k.LLCMisses)
 			s.MemBytes += float64(k.MemBytesTotal)
 		}
