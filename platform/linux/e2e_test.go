@@ -108,9 +108,10 @@ func (s *spy) checkClass(id, socket int, mask uint64) {
 		return
 	}
 	st := s.em.State()
-	g, ok := st.Group(j.ctrl)
-	if !ok || j.ctrl == "" {
-		s.t.Errorf("job %d: emulator has no group %q", id, j.ctrl)
+	pl := s.pf.placement(id)
+	g, ok := st.Group(pl.Group)
+	if !ok || pl.Group == "" {
+		s.t.Errorf("job %d: emulator has no group %q", id, pl.Group)
 		return
 	}
 	if got := g.Schemata["L3"]; len(got) <= socket || uint64(got[socket]) != mask {
@@ -123,11 +124,11 @@ func (s *spy) checkClass(id, socket int, mask uint64) {
 	}
 	for _, x := range tids {
 		if !in[x] && procExists(x) {
-			s.t.Errorf("job %d: thread %d of the container is not in %s (%v)", id, x, j.ctrl, g.Tasks)
+			s.t.Errorf("job %d: thread %d of the container is not in %s (%v)", id, x, pl.Group, g.Tasks)
 		}
 	}
-	if mg, ok := st.Group(j.mon); !ok || len(mg.Tasks) == 0 {
-		s.t.Errorf("job %d: monitoring group %s missing or empty", id, j.mon)
+	if mg, ok := st.Group(pl.Mon); !ok || len(mg.Tasks) == 0 {
+		s.t.Errorf("job %d: monitoring group %s missing or empty", id, pl.Mon)
 	}
 	s.allocated[id]++
 }

@@ -31,6 +31,7 @@ import (
 	"colo/machine"
 	"colo/perf"
 	"colo/resctrl"
+	"colo/resctrl/plan"
 	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/runtime/process"
@@ -111,6 +112,11 @@ type Options struct {
 	// Machine, when set, replaces the machine detected from sysfs and the resctrl mount
 	// (tests: an AMD machine with one L3 domain per CCX on the in-process emulator).
 	Machine *machine.Profile
+	// Runtime0, when set, replaces the runtime Runtime names (tests: a fake runtime).
+	Runtime0 rt.Runtime
+	// Prefix names this instance's resctrl groups (default colo.<run>.; tests give two
+	// platforms the same one to compare their trees).
+	Prefix string
 	// Opened, when set, is called with the platform at the end of a successful New
 	// (tests: inspect the platform `colo run` builds through the registered factory).
 	Opened func(*Platform)
@@ -139,8 +145,6 @@ type job struct {
 	counter *perf.Counter
 	cputime *rt.CPUTime
 	base    bench.Counters // counts of counters closed by Move
-	ctrl    string         // resctrl control group ("" = system/default)
-	mon     string         // resctrl monitoring group
 	quota   float64        // CPU quota (fraction of its cores' time; 0 or 1: none)
 	done    chan struct{}
 
@@ -177,6 +181,11 @@ type Platform struct {
 	defMask map[int]uint64 // default-group masks the platform changed (original values)
 	noIPCE  string         // why IPCE cannot be measured here ("" it can)
 	noL2    string         // why L2 misses cannot be counted here ("" they can)
+
+	prefix string                    // names this instance's resctrl groups (colo.<run>.)
+	want   map[string]plan.Want      // per job (tenant j<ID>), the allocation it asked for
+	placed map[string]plan.Placement // per job, where the planner put it
+	planMu sync.Mutex                // one plan at a time
 }
 
 var (
@@ -222,7 +231,12 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		o.ResctrlRoot = os.Getenv("COLO_RESCTRL_ROOT")
 	}
 	p := &Platform{o: o, jobs: map[int]*job{}, defMask: map[int]uint64{},
-		run: fmt.Sprintf("%d-%d", time.Now().Unix(), os.Getpid())}
+		run:  fmt.Sprintf("%d-%d", time.Now().Unix(), os.Getpid()),
+		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}}
+	p.prefix = resctrl.DefaultPrefix + p.run + "."
+	if o.Prefix != "" {
+		p.prefix = o.Prefix
+	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -260,8 +274,10 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		}
 	}
 	// runtime
-	switch o.Runtime {
-	case "docker":
+	switch {
+	case o.Runtime0 != nil:
+		p.rtm = o.Runtime0
+	case o.Runtime == "docker":
 		l := ownLabels()
 		l[rt.LabelRun] = p.run
 		d, err := docker.New(p.ctx, docker.Options{Labels: l})
@@ -269,7 +285,7 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 			return nil, err
 		}
 		p.dock, p.rtm = d, d
-	case "process":
+	case o.Runtime == "process":
 		l := ownLabels()
 		l[rt.LabelRun] = p.run
 		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: l})
@@ -497,7 +513,7 @@ func (p *Platform) reconcile() error {
 		json.Unmarshal(b, &old)
 	}
 	if p.rdt != nil {
-		removed, err := p.rdt.Reconcile()
+		removed, err := p.rdt.RemoveGroups(func(name string) bool { return strings.HasPrefix(name, resctrl.DefaultPrefix) })
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -684,17 +700,10 @@ func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
 	}
 	j := &job{spec: js, rid: rid, cpus: append([]int(nil), cpus...), socket: p.m.SocketOfCore(cpus[0]), cg: info.Cgroup, done: make(chan struct{})}
 	p.openCounters(j)
-	if p.rdt != nil {
-		j.mon = p.rdt.MonPath("", p.groupName(js.ID))
-		if err := p.rdt.CreateGroup(j.mon); err != nil {
-			p.notef("job %s: no resctrl monitoring group %s: %v (occupancy and memory bandwidth unavailable)", js.Name, j.mon, err)
-			j.mon = ""
-		}
-	}
 	p.mu.Lock()
 	p.jobs[js.ID] = j
 	p.mu.Unlock()
-	p.syncTasks(j)
+	p.joinRDT(j)
 	p.wg.Add(1)
 	go p.watch(j)
 	if js.Data.Docker {
@@ -715,10 +724,6 @@ func (p *Platform) output(rid string) string {
 		return ""
 	}
 	return "; it printed: " + strings.ReplaceAll(strings.TrimSpace(out), "\n", " | ")
-}
-
-func (p *Platform) groupName(id int) string {
-	return fmt.Sprintf("%sj%d", p.rdt.Prefix(), id)
 }
 
 func (p *Platform) openCounters(j *job) {
@@ -765,41 +770,6 @@ func (p *Platform) watch(j *job) {
 	}
 }
 
-// syncTasks writes the container's threads into its resctrl groups (containers fork;
-// threads that vanished between listing and writing are normal).
-func (p *Platform) syncTasks(j *job) {
-	if p.rdt == nil || j.mon == "" {
-		return
-	}
-	tids, err := j.cg.Threads()
-	if err != nil {
-		return // exited: nothing to sync
-	}
-	have, _ := p.rdt.Tasks(j.mon)
-	in := make(map[int]bool, len(have))
-	for _, t := range have {
-		in[t] = true
-	}
-	var add []int
-	for _, t := range tids {
-		if !in[t] {
-			add = append(add, t)
-		}
-	}
-	if len(add) == 0 {
-		return
-	}
-	if j.ctrl != "" {
-		if _, err := p.rdt.AddTasks(j.ctrl, add); err != nil {
-			p.notef("job %s: moving threads into %s: %v", j.spec.Name, j.ctrl, err)
-			return
-		}
-	}
-	if _, err := p.rdt.AddTasks(j.mon, add); err != nil {
-		p.notef("job %s: moving threads into %s: %v", j.spec.Name, j.mon, err)
-	}
-}
-
 // Stop implements bench.Platform: the job's counters, resctrl groups and container go.
 func (p *Platform) Stop(id int) error {
 	j, err := p.get(id)
@@ -818,10 +788,8 @@ func (p *Platform) stopJob(j *job) error {
 	j.mu.Unlock()
 	var errs []error
 	p.closeCounters(j)
-	if p.rdt != nil {
-		if err := p.leaveGroups(j); err != nil {
-			errs = append(errs, err)
-		}
+	if err := p.leaveRDT(j); err != nil {
+		errs = append(errs, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.o.StopGrace+10*time.Second)
 	defer cancel()
@@ -831,30 +799,6 @@ func (p *Platform) stopJob(j *job) error {
 	if err := p.rtm.Remove(ctx, j.rid); err != nil && !errors.Is(err, rt.ErrNotFound) {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
-}
-
-// leaveGroups returns a job's threads to system/default and removes its groups.
-func (p *Platform) leaveGroups(j *job) error {
-	var errs []error
-	if j.ctrl != "" {
-		if tids, err := p.rdt.Tasks(j.ctrl); err == nil && len(tids) > 0 {
-			if _, err := p.rdt.AddTasks("", tids); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if j.mon != "" && p.rdt.Exists(j.mon) {
-		if err := p.rdt.RemoveGroup(j.mon); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if j.ctrl != "" && p.rdt.Exists(j.ctrl) {
-		if err := p.rdt.RemoveGroup(j.ctrl); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	j.ctrl, j.mon = "", ""
 	return errors.Join(errs...)
 }
 
@@ -878,10 +822,12 @@ func (p *Platform) Move(id int, cpus []int) error {
 			return err
 		}
 	}
-	if p.rdt != nil && j.ctrl != "" {
-		if err := p.SetAllocation(id, j.socket, 0, 0); err != nil {
-			return err
+	if p.rdt != nil { // back to system/default, its monitoring group on the new socket
+		p.setWant(id, func(w *plan.Want) { w.Socket, w.Mask, w.MBA = j.socket, 0, 0 })
+		if err := p.replan(); err != nil {
+			return fmt.Errorf("job %s: %w", j.spec.Name, err)
 		}
+		p.syncTasks(j)
 	}
 	return nil
 }
@@ -910,146 +856,6 @@ func (p *Platform) SetQuota(id int, quota float64) error {
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
 	j.quota = quota
-	return nil
-}
-
-func (p *Platform) noRDT() error {
-	return errors.New("no resctrl on this host: cache and bandwidth allocation are unavailable (run with --resctrl-root DIR on an emulator mount, or on a host with RDT; colo doctor explains)")
-}
-
-// SetAllocation implements bench.Platform. A new control group is created and its
-// schemata written before any thread moves: a rejected schemata leaves nothing behind.
-func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
-	if p.rdt == nil {
-		return p.noRDT()
-	}
-	j, err := p.get(id)
-	if err != nil {
-		return err
-	}
-	name := p.groupName(id)
-	if mask == 0 {
-		if j.ctrl == "" {
-			return nil
-		}
-		if err := p.leaveGroups(j); err != nil {
-			return fmt.Errorf("job %s: back to system/default: %w", j.spec.Name, err)
-		}
-		j.mon = p.rdt.MonPath("", name)
-		if err := p.rdt.CreateGroup(j.mon); err != nil {
-			p.notef("job %s: no resctrl monitoring group %s: %v", j.spec.Name, j.mon, err)
-			j.mon = ""
-		}
-		p.syncTasks(j)
-		return nil
-	}
-	if p.m.MBA == nil {
-		mba = 0
-	}
-	if j.ctrl != "" {
-		if err := p.setSocket(j.ctrl, socket, mask, mba); err != nil {
-			return fmt.Errorf("job %s: %w", j.spec.Name, err)
-		}
-		return nil
-	}
-	if err := p.rdt.CreateGroup(name); err != nil {
-		return fmt.Errorf("job %s: create control group %s: %w", j.spec.Name, name, err)
-	}
-	if err := p.setSocket(name, socket, mask, mba); err != nil {
-		p.rdt.RemoveGroup(name)
-		return fmt.Errorf("job %s: %w", j.spec.Name, err)
-	}
-	// Threads move into the new class; the old monitoring group (under the default
-	// group) is replaced by one under the class (seed000.md §1.4).
-	oldMon := j.mon
-	j.ctrl = name
-	j.mon = p.rdt.MonPath(name, name)
-	if err := p.rdt.CreateGroup(j.mon); err != nil {
-		p.notef("job %s: no monitoring group %s: %v", j.spec.Name, j.mon, err)
-		j.mon = ""
-	}
-	if tids, err := j.cg.Threads(); err == nil {
-		if _, err := p.rdt.AddTasks(name, tids); err != nil {
-			p.notef("job %s: moving threads into %s: %v", j.spec.Name, name, err)
-		}
-	}
-	if oldMon != "" && p.rdt.Exists(oldMon) {
-		if err := p.rdt.RemoveGroup(oldMon); err != nil {
-			p.notef("job %s: removing %s: %v", j.spec.Name, oldMon, err)
-		}
-	}
-	if j.mon == "" {
-		j.mon = name // the control group monitors too
-	}
-	p.syncTasks(j)
-	return nil
-}
-
-// SetDefaultMask implements bench.Platform. The original mask is saved first, so a
-// restarted colo restores it after a crash.
-func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
-	if p.rdt == nil {
-		return p.noRDT()
-	}
-	doms, err := resctrl.SocketDomains(p.m, socket)
-	if err != nil {
-		return err
-	}
-	changed := false
-	for _, d := range doms {
-		p.mu.Lock()
-		_, saved := p.defMask[d]
-		p.mu.Unlock()
-		if saved {
-			continue
-		}
-		orig, _, err := p.rdt.ReadSchemata("", d)
-		if err != nil {
-			return fmt.Errorf("system/default: %w", err)
-		}
-		p.mu.Lock()
-		p.defMask[d] = orig
-		p.mu.Unlock()
-		changed = true
-	}
-	if changed {
-		if err := p.saveState(); err != nil {
-			return err
-		}
-	}
-	return p.setSocket("", socket, mask, 0)
-}
-
-// setSocket writes L3 mask and (mba > 0) MB value on every resctrl domain of socket
-// (resctrl.SocketDomains: the socket's one L3 on Intel, each of its CCXs on AMD), so a
-// per-socket decision covers the whole socket. If a domain's write fails, the domains
-// already written get their previous values back: nothing is half-applied.
-func (p *Platform) setSocket(path string, socket int, mask uint64, mba int) error {
-	doms, err := resctrl.SocketDomains(p.m, socket)
-	if err != nil {
-		return err
-	}
-	type prev struct {
-		dom  int
-		mask uint64
-		mba  int
-	}
-	var done []prev
-	for _, d := range doms {
-		m0, b0, err := p.rdt.ReadSchemata(path, d)
-		if err == nil {
-			err = p.rdt.SetSchemata(path, d, mask, mba)
-		}
-		if err != nil {
-			for _, o := range done {
-				if rerr := p.rdt.SetSchemata(path, o.dom, o.mask, o.mba); rerr != nil {
-					return fmt.Errorf("socket %d domain %d: %w (and restoring domain %d failed: %v)", socket, d, err, o.dom, rerr)
-				}
-			}
-			return fmt.Errorf("socket %d domain %d: %w", socket, d, err)
-		}
-		done = append(done, prev{d, m0, b0})
-	}
 	return nil
 }
 
@@ -1107,49 +913,18 @@ func (p *Platform) read(j *job) (bench.Counters, error) {
 		}
 		c.CPUTime = j.base.CPUTime + j.lastCPU
 	}
-	if p.rdt != nil && j.mon != "" {
-		occ, tot, loc, err := p.rdt.MonData(j.mon)
+	pl := p.placement(j.spec.ID)
+	mon := pl.Mon
+	if mon == "" {
+		mon = pl.Group // monitored with its control group (no RMID left)
+	}
+	if p.rdt != nil && (mon != "" || pl.Mon != "") {
+		occ, tot, loc, err := p.rdt.MonData(mon)
 		if err == nil {
 			c.LLCOccupancy, c.MBMTotalBytes, c.MBMLocalBytes = float64(occ), float64(tot), float64(loc)
 		}
 	}
 	return c, nil
-}
-
-// ReadAllocation implements bench.Platform: the job's group and its schemata on the
-// job's socket, read back from resctrl.
-//
-// Without resctrl every job is in system/default by construction (SetAllocation refuses),
-// so the reading is the empty default group; New recorded once that RDT is unavailable.
-func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
-	j, err := p.get(id)
-	if err != nil {
-		return bench.AllocationReading{}, err
-	}
-	if p.rdt == nil {
-		return bench.AllocationReading{}, nil
-	}
-	doms, err := resctrl.SocketDomains(p.m, j.socket)
-	if err != nil {
-		return bench.AllocationReading{}, err
-	}
-	mask, mba, err := p.rdt.ReadSchemata(j.ctrl, doms[0])
-	if err != nil {
-		return bench.AllocationReading{}, err
-	}
-	for _, d := range doms[1:] { // setSocket writes them all alike
-		m, b, err := p.rdt.ReadSchemata(j.ctrl, d)
-		if err != nil {
-			return bench.AllocationReading{}, err
-		}
-		if m != mask || b != mba {
-			return bench.AllocationReading{}, fmt.Errorf("job %s: group %q differs across socket %d's domains: domain %d L3 %#x MB %d, domain %d L3 %#x MB %d", j.spec.Name, j.ctrl, j.socket, doms[0], mask, mba, d, m, b)
-		}
-	}
-	if err != nil {
-		return bench.AllocationReading{}, err
-	}
-	return bench.AllocationReading{Group: j.ctrl, Mask: mask, MBA: mba}, nil
 }
 
 // Now implements bench.Platform: wall-clock time since the platform started.
@@ -1257,7 +1032,7 @@ func (p *Platform) teardown() error {
 	p.cancel()
 	p.wg.Wait()
 	if p.rdt != nil {
-		if _, err := p.rdt.Reconcile(); err != nil {
+		if _, err := p.rdt.RemoveGroups(p.own); err != nil {
 			errs = append(errs, err)
 		}
 		p.mu.Lock()
