@@ -125,7 +125,7 @@ func (a *Agent) note(level slog.Level, msg string, args ...any) {
 // and system/default's schemata restored exactly. It returns nil after a clean shutdown.
 func (a *Agent) Run(ctx context.Context) error {
 	a.start = time.Now()
-	if err := a.reconcile(); err != nil {
+	if err := a.reconcile(false); err != nil {
 		return err
 	}
 	if err := a.saveDefault(); err != nil {

@@ -28,6 +28,8 @@ type live struct {
 	sample      sched.Sample
 	cpuCores    float64
 	monOK       bool
+	// refused is the last target resctrl refused (not retried until the plan changes)
+	refused *Target
 }
 
 func (a *Agent) key(mb *Member) string {
@@ -233,8 +235,14 @@ func (a *Agent) setSocket(path string, socket int, mask uint64, mba int) error {
 	return nil
 }
 
-// place moves a container to its target allocation.
+// place moves a container to its target allocation. A target resctrl refused is not
+// tried again until the policy changes it.
 func (a *Agent) place(mb *Member, l *live, t Target) {
+	if l.refused != nil && *l.refused == t {
+		return
+	}
+	l.refused = nil
+	refuse := func() { tc := t; l.refused = &tc }
 	switch {
 	case t.Mask == 0 && l.ctrl != "":
 		a.leave(mb, l)
@@ -250,12 +258,14 @@ func (a *Agent) place(mb *Member, l *live, t Target) {
 				a.count("apply_errors")
 				a.note(slog.LevelWarn, "create control group", "container", mb.Name, "err", err)
 			}
+			refuse()
 			return
 		}
 		if err := a.setSocket(name, t.Socket, t.Mask, t.MBA); err != nil {
 			a.count("apply_errors")
 			a.note(slog.LevelWarn, "allocation rejected; container stays in system/default", "container", mb.Name, "err", err)
 			a.destroy(name)
+			refuse()
 			return
 		}
 		oldMon, oldClass := l.mon, l.classMon
@@ -273,6 +283,7 @@ func (a *Agent) place(mb *Member, l *live, t Target) {
 		if err := a.setSocket(l.ctrl, t.Socket, t.Mask, t.MBA); err != nil {
 			a.count("apply_errors")
 			a.note(slog.LevelWarn, "allocation change rejected", "container", mb.Name, "err", err)
+			refuse()
 			return
 		}
 		l.socket, l.mask, l.mba = t.Socket, t.Mask, t.MBA
@@ -282,7 +293,7 @@ func (a *Agent) place(mb *Member, l *live, t Target) {
 // reconcile undoes what an earlier instance with this journal left: its recorded groups
 // (and any other group carrying its prefix) go, system/default gets its recorded
 // schemata back.
-func (a *Agent) reconcile() error {
+func (a *Agent) reconcile(shutdown bool) error {
 	st := a.o.Journal.State()
 	var removed []string
 	for i := len(st.Groups) - 1; i >= 0; i-- {
@@ -303,9 +314,11 @@ func (a *Agent) reconcile() error {
 		if err := a.o.Groups.RestoreDefault(st.Default); err != nil {
 			return fmt.Errorf("restoring system/default left changed by an earlier agent: %w", err)
 		}
-		a.note(slog.LevelWarn, "restored system/default schemata left changed by an earlier agent", "schemata", strings.TrimSpace(st.Default))
+		if !shutdown {
+			a.note(slog.LevelWarn, "restored system/default schemata left changed by an earlier agent", "schemata", strings.TrimSpace(st.Default))
+		}
 	}
-	if len(removed) > 0 {
+	if len(removed) > 0 && !shutdown {
 		a.note(slog.LevelWarn, "removed groups left by an earlier agent", "groups", strings.Join(removed, ","))
 	}
 	return a.o.Journal.Reset()
@@ -346,7 +359,7 @@ func (a *Agent) shutdown() error {
 				}
 			}
 		}
-		if err := a.reconcile(); err != nil {
+		if err := a.reconcile(true); err != nil {
 			errs = append(errs, err)
 		}
 	}

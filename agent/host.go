@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"fmt"
+	"os"
 	"time"
 
+	"colo/machine"
 	"colo/perf"
 	rt "colo/runtime"
 )
@@ -92,4 +95,44 @@ func (l *linuxCounters) Close() {
 	if l.perf != nil {
 		l.perf.Close()
 	}
+}
+
+// IPCEUnavailable opens perf counters on the agent's own cgroup, as it will on each
+// container's, and says why IPCE cannot be measured here ("" when it can): it needs
+// hardware cycles and the microarchitecture's stall-cycles raw event.
+func IPCEUnavailable(cpus []int) string {
+	cg, err := rt.CgroupOfPID(os.Getpid())
+	if err != nil {
+		return "perf: the agent's own cgroup: " + err.Error()
+	}
+	if len(cpus) == 0 {
+		return "no online CPUs"
+	}
+	c, err := perf.OpenCgroup(cg.PerfEventDir(), cpus[:1], perf.Options{Quiet: true})
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	if c.Mode() != perf.ModeHardware {
+		return fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
+	}
+	for _, e := range c.Events() {
+		if e == perf.StallsTotal {
+			return ""
+		}
+	}
+	return "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
+}
+
+// PercentMBA corrects a machine detected on an AMD CPU whose resctrl mount describes
+// Intel's percentage MBA (a VM on an AMD host mounting the emulator's intel profile):
+// machine.Detect takes the MBA unit from the CPU vendor (1/8 GB/s), but only Intel's
+// info/MB has a granularity above 1 (anchors.md §4). The same correction as colo run's
+// linux platform; it reports whether it changed m.
+func PercentMBA(m *machine.Profile) bool {
+	if m.MBA == nil || m.MBA.Unit != machine.MBAEighthGBps || m.MBA.Gran <= 1 {
+		return false
+	}
+	m.MBA.Unit, m.MBA.Max = machine.MBAPercent, 100
+	return true
 }
