@@ -442,6 +442,8 @@ type validateOutput struct {
 	ThesisExpected    *expectedStats           `json:"thesis_expected,omitempty"`
 	Methods           map[string]predict.Stats `json:"methods"`
 	Warnings          []string                 `json:"warnings"`
+	// MeasurementColumns: per file with several value columns, the one used.
+	MeasurementColumns map[string]string `json:"measurement_columns,omitempty"`
 }
 
 type sourcedStats struct {
@@ -515,7 +517,8 @@ func validateAll(d *predict.Dataset, m predict.Method) (*validateOutput, error) 
 		return nil, fmt.Errorf("%s: no %s (reporter latencies next to each competitor) to score from", d.Source, predict.ContentionFile)
 	}
 	out := &validateOutput{Source: d.Source, Method: string(m), Convention: conventionText,
-		Scores: map[string]float64{}, Methods: map[string]predict.Stats{}, Warnings: append([]string{}, d.Warnings...)}
+		Scores: map[string]float64{}, Methods: map[string]predict.Stats{}, Warnings: append([]string{}, d.Warnings...),
+		MeasurementColumns: d.Columns}
 	ss := predict.ScoreAll(d, m)
 	for _, s := range ss {
 		out.Scores[s.Competitor] = s.MB
@@ -603,6 +606,14 @@ func printValidate(w io.Writer, o *validateOutput) error {
 		if note := o.ScoreNotes[n]; note != "" {
 			fmt.Fprintf(w, "note: %s: %s\n", n, note)
 		}
+	}
+	files := make([]string, 0, len(o.MeasurementColumns))
+	for f := range o.MeasurementColumns {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		fmt.Fprintf(w, "measurement: %s: %s\n", f, o.MeasurementColumns[f])
 	}
 	for _, wn := range o.Warnings {
 		fmt.Fprintln(w, "warning:", wn)
