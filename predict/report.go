@@ -21,6 +21,8 @@ type Validation struct {
 	ThesisExpected    *ExpectedStats     `json:"thesis_expected,omitempty"`
 	Methods           map[string]Stats   `json:"methods"`
 	Warnings          []string           `json:"warnings"`
+	// MeasurementColumns: per file with several value columns, the one used.
+	MeasurementColumns map[string]string `json:"measurement_columns,omitempty"`
 }
 
 // SourcedStats are error statistics of predictions from a named source of scores.
@@ -49,7 +51,8 @@ func Validate(d *Dataset, m Method) (*Validation, error) {
 		return nil, fmt.Errorf("%s: no %s (reporter latencies next to each competitor) to score from", d.Source, ContentionFile)
 	}
 	out := &Validation{Source: d.Source, Method: string(m), Convention: Convention,
-		Scores: map[string]float64{}, Methods: map[string]Stats{}, Warnings: append([]string{}, d.Warnings...)}
+		Scores: map[string]float64{}, Methods: map[string]Stats{}, Warnings: append([]string{}, d.Warnings...),
+		MeasurementColumns: d.Columns}
 	for _, s := range ScoreAll(d, m) {
 		out.Scores[s.Competitor] = s.MB
 		if s.Note != "" {

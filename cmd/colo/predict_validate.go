@@ -107,6 +107,14 @@ func printValidate(w io.Writer, o *predict.Validation) error {
 			fmt.Fprintf(w, "note: %s: %s\n", n, note)
 		}
 	}
+	files := make([]string, 0, len(o.MeasurementColumns))
+	for f := range o.MeasurementColumns {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		fmt.Fprintf(w, "measurement: %s: %s\n", f, o.MeasurementColumns[f])
+	}
 	for _, wn := range o.Warnings {
 		fmt.Fprintln(w, "warning:", wn)
 	}
