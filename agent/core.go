@@ -292,9 +292,9 @@ func (c *Core) ignore(kind string, n int, p *Plan) {
 	}
 }
 
-// defaults is system/default's mask per socket: the scheduler's explicit mask, else every
-// way no running container holds (its longest contiguous run where the CPU needs
-// contiguous masks), as colo run's run loop gives it.
+// defaults is system/default's mask per socket: the scheduler's explicit mask, else
+// sched.DefaultMask of the ways the running containers hold, as colo run's run loop
+// gives it.
 func (c *Core) defaults() map[int]uint64 {
 	out := map[int]uint64{}
 	for s := 0; s < c.m.Sockets; s++ {
@@ -304,26 +304,15 @@ func (c *Core) defaults() map[int]uint64 {
 				held |= mb.Mask
 			}
 		}
-		out[s] = DefaultMask(c.m, held)
+		out[s] = sched.DefaultMask(c.m, held)
+		if out[s] == 0 {
+			out[s] = c.m.FullMask() // never leave system/default without ways
+		}
 		if e, ok := c.explicit[s]; ok && e != 0 {
 			out[s] = e
 		}
 	}
 	return out
-}
-
-// DefaultMask is system/default's L3 mask on a socket where the groups hold the ways in
-// held: every other way, reduced to its longest contiguous run when the CPU accepts only
-// contiguous masks (Intel; sched.LongestRun), never empty (then the full mask).
-func DefaultMask(m *machine.Profile, held uint64) uint64 {
-	v := m.FullMask() &^ held
-	if !m.CAT.SparseMasks {
-		v = sched.LongestRun(v, m.LLC.Ways)
-	}
-	if v == 0 {
-		return m.FullMask()
-	}
-	return v
 }
 
 // Reading is one cumulative reading of a container's counters.
