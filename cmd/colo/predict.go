@@ -1025,12 +1025,17 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			w := cmd.OutOrStdout()
+			bar := profileBar(f.dir, len(apps), !noScore)
+			defer bar.Done()
 			if _, err := os.Stat(filepath.Join(f.dir, predict.ReporterFile)); errors.Is(err, fs.ErrNotExist) {
+				bar.Describe("predict profile: train the reporter")
 				if err := trainReporter(ctx, f, r, dials, w); err != nil {
 					return err
 				}
+				bar.Add(1)
 			}
 			for _, a := range apps {
+				bar.Describe("predict profile: " + a.Name)
 				t0 := time.Now()
 				curve, err := r.SensitivityCurve(ctx, a, dials)
 				if err != nil {
@@ -1048,10 +1053,12 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 					fmt.Fprintf(w, " %v:%.3f", d, predict.NormalisedPerf(curve.Perf[0], curve.Perf[i]))
 				}
 				fmt.Fprintln(w)
+				bar.Add(1)
 			}
 			if noScore {
 				return nil
 			}
+			bar.Describe("predict profile: contentiousness")
 			if err := measureContention(ctx, f, r, apps); err != nil {
 				return err
 			}
@@ -1060,6 +1067,7 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 				return badInput(err)
 			}
 			ss := predict.ScoreAll(d, m)
+			bar.Done()
 			var buf bytes.Buffer
 			if err := predict.WriteScores(&buf, ss); err != nil {
 				return err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"colo/internal/progress"
+
 	"encoding/json"
 	"fmt"
 	"io"
@@ -148,7 +150,9 @@ without it there is no isolation.`,
 				} else if !ok {
 					return badInputf("--image %s: not present locally; build it with `colo image build --tag %s`", image, image)
 				}
+				bar := progress.Start(0, "probe sensitivity "+target, progress.Unit("s"))
 				r, err := dockerprobe.Run(ctx, d, dc)
+				bar.Done()
 				if err != nil {
 					return err
 				}

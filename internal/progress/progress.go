@@ -81,6 +81,17 @@ var def atomic.Pointer[Reporter]
 // throttle is the least time between two redraws (tests set 0 to see every Add).
 var throttle = 100 * time.Millisecond
 
+// SetThrottle sets the least time between two redraws and returns the previous one
+// (default 100 ms). Tests of commands set 0 so that a pseudo-terminal sees every state.
+func SetThrottle(d time.Duration) time.Duration {
+	old := throttle
+	throttle = d
+	return old
+}
+
+// Refresh is how often a running bar is drawn again without an Add.
+const Refresh = time.Second
+
 // SetDefault installs r as the Reporter of the package-level Start and Println (nil: none).
 func SetDefault(r *Reporter) { def.Store(r) }
 
@@ -109,6 +120,7 @@ type Bar struct {
 	pb    *progressbar.ProgressBar
 	label string
 	done  bool
+	stop  chan struct{} // closes the redrawing goroutine
 }
 
 // Start begins a bar of total units labelled label; nil when r draws nothing.
@@ -146,7 +158,28 @@ func (r *Reporter) Start(total int64, label string, opts ...Option) *Bar {
 		progressbar.OptionSetRenderBlankState(true),
 	)
 	r.stack = append(r.stack, b)
+	b.stop = make(chan struct{})
+	go b.redraw()
 	return b
+}
+
+// redraw draws the bar again every Refresh, so that the elapsed time and the time left
+// move during a long step without an Add (a 50 s profile of one application).
+func (b *Bar) redraw() {
+	t := time.NewTicker(Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.r.mu.Lock()
+			if !b.done && b.top() {
+				_ = b.pb.Add64(0)
+			}
+			b.r.mu.Unlock()
+		}
+	}
 }
 
 // Add adds n done units.
@@ -225,6 +258,7 @@ func (b *Bar) Done() {
 		return
 	}
 	b.done = true
+	close(b.stop)
 	_ = b.pb.Exit()
 	_ = b.pb.Clear()
 	for i, s := range b.r.stack {
