@@ -60,6 +60,7 @@ type JobResult struct {
 	TimeOverTarget float64 // fraction of its life with IPCE ≥ target (NaN without target)
 	Duration       time.Duration
 	Samples        int
+	Cores          int
 }
 
 // Result is one scheduler's run of a trace.
@@ -289,7 +290,7 @@ func (r *runner) loop() error {
 func (j *rjob) result() JobResult {
 	jr := JobResult{ID: j.spec.ID, Name: j.spec.Name, Priority: j.spec.Priority, Target: j.spec.IPCETarget,
 		State: j.state, Reason: j.reason, Arrival: j.spec.Arrival, Start: j.start, Stop: j.stop,
-		IPCE: math.NaN(), TimeOverTarget: math.NaN()}
+		IPCE: math.NaN(), TimeOverTarget: math.NaN(), Cores: j.spec.Cores}
 	if len(j.series) > 0 {
 		s := append(j.series, metric.Sample{T: j.lastT.Seconds(), Value: math.NaN()})
 		jr.IPCE = metric.TimeWeightedMean(s)
