@@ -1,8 +1,6 @@
 package main
 
 import (
-	"colo/internal/progress"
-
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"colo/internal/progress"
 	"colo/machine"
 	"colo/probe"
 	"colo/probe/dockerprobe"

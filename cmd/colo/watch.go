@@ -3,13 +3,10 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"time"
 
 	"colo/bench"
 	"colo/internal/progress"
-	"colo/predict"
 )
 
 // runWatch turns bench's hooks into what a user sees while a benchmark runs: one progress
@@ -72,11 +69,11 @@ func (w *runWatch) line(s bench.IntervalStats) {
 }
 
 // profileBar is `colo predict profile`'s bar: one step per application's sensitivity
-// curve, one for training the reporter when dir has none yet, one for the contentiousness
-// measurements (score).
-func profileBar(dir string, apps int, score bool) *progress.Bar {
+// curve, one for training the reporter when the data directory has none yet, one for the
+// contentiousness measurements (score).
+func profileBar(train bool, apps int, score bool) *progress.Bar {
 	n := apps
-	if _, err := os.Stat(filepath.Join(dir, predict.ReporterFile)); err != nil {
+	if train {
 		n++
 	}
 	if score {

@@ -27,6 +27,8 @@
 //   - A Start while another bar is running nests: the inner bar is drawn in the outer
 //     one's place with the outer label as prefix ("compare: dcat › simulate"), and the
 //     outer one comes back at its next Add after the inner Done.
+//   - Wrap(stdout) returns a writer that erases the bar before each write, for results
+//     printed while a bar runs on the same terminal.
 //   - Println writes one whole line (the `colo run --interval` metric lines) above the
 //     bar on a terminal and as plain text elsewhere; it writes even when bars are off.
 //
@@ -286,4 +288,31 @@ func (r *Reporter) Println(a ...any) {
 	if top != nil {
 		_ = top.pb.RenderBlank()
 	}
+}
+
+// Wrap returns a writer for results printed while a bar runs (a command's stdout on the
+// same terminal): each Write first erases the bar, which comes back at its next update.
+// Without bars it returns w itself.
+func (r *Reporter) Wrap(w io.Writer) io.Writer {
+	if !r.Enabled() {
+		return w
+	}
+	return wrapped{r, w}
+}
+
+// Wrap wraps w on the default Reporter; see Reporter.Wrap.
+func Wrap(w io.Writer) io.Writer { return Default().Wrap(w) }
+
+type wrapped struct {
+	r *Reporter
+	w io.Writer
+}
+
+func (x wrapped) Write(p []byte) (int, error) {
+	x.r.mu.Lock()
+	defer x.r.mu.Unlock()
+	if n := len(x.r.stack); n > 0 {
+		_ = x.r.stack[n-1].pb.Clear()
+	}
+	return x.w.Write(p)
 }
