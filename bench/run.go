@@ -17,6 +17,8 @@ type Options struct {
 	Warn func(string)
 	// Recorder receives jobs, samples, allocations, events and probe segments.
 	Recorder Recorder
+	// Hooks watch the run as it goes (progress, interval metrics).
+	Hooks Hooks
 }
 
 type rjob struct {
@@ -97,6 +99,7 @@ type runner struct {
 	defMask map[int]uint64
 	live    []*rjob // running jobs by ID
 	err     error
+	obs     *observer
 }
 
 func (r *runner) fail(err error) {
@@ -141,7 +144,7 @@ func Run(bm *Benchmark, pf Platform, sch sched.Scheduler, opt Options) (*Result,
 		}
 	}
 	r := &runner{bm: bm, m: pf.Machine(), pf: pf, sch: sch, rec: opt.Recorder, warn: opt.Warn, byID: map[int]*rjob{},
-		busy: map[int]int{}, res: &Result{Scheduler: sch.Name()}, defMask: map[int]uint64{}}
+		busy: map[int]int{}, res: &Result{Scheduler: sch.Name()}, defMask: map[int]uint64{}, obs: newObserver(opt.Hooks, sch.Name())}
 	if r.rec == nil {
 		r.rec = Discard{}
 	}
@@ -257,6 +260,7 @@ func (r *runner) loop() error {
 		if cur := pf.Now(); next <= cur { // starts and reads take platform time (linux)
 			next = cur + time.Millisecond
 		}
+		r.obs.step(r, now, false)
 		if err := pf.Advance(next); err != nil {
 			return fmt.Errorf("platform: %w", err)
 		}
@@ -276,6 +280,7 @@ func (r *runner) loop() error {
 		r.recordJob(j)
 	}
 	r.res.Virtual = end
+	r.obs.step(r, end, true)
 	for _, j := range r.jobs {
 		r.res.Jobs = append(r.res.Jobs, j.result())
 	}
@@ -349,6 +354,7 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 	// the low IPCE of an ascending sweep against the job too, seed000.md §4.4)
 	j.series = append(j.series, metric.Sample{T: j.lastT.Seconds(), Value: ipce})
 	j.lastSamp = &d
+	r.obs.sample(d, memTotal)
 	r.res.Samples++
 	if j.spec.Data.Perf {
 		r.fail(r.rec.Sample(SampleRecord{Job: j.spec.ID, T: now, Interval: d.Interval, Socket: j.socket,
