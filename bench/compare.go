@@ -66,6 +66,8 @@ type RunOptions struct {
 	Recorder func(scheduler string) (Recorder, func(Summary) error, error)
 	// Wall measures wall time (injected so that the package never reads the clock).
 	Wall func() time.Time
+	// Hooks watch every scheduler's run (progress, interval metrics).
+	Hooks Hooks
 }
 
 // RunAll runs the benchmark's trace once per scheduler, each on a fresh platform, and
@@ -106,7 +108,7 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		if opt.Wall != nil {
 			t0 = opt.Wall()
 		}
-		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec})
+		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec, Hooks: opt.Hooks})
 		if cerr := pf.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("platform close: %w", cerr)
 		}
