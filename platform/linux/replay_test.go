@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"colo/bench"
-	"colo/resctrl"
 	simplatform "colo/platform/sim"
+	"colo/resctrl"
 	rt "colo/runtime"
 	"colo/sim"
 )
@@ -140,9 +140,9 @@ func (f *fakeRuntime) Inspect(_ context.Context, id string) (rt.Info, error) {
 }
 
 func (f *fakeRuntime) List(context.Context, map[string]string) ([]rt.Info, error) { return nil, nil }
-func (f *fakeRuntime) Stats(context.Context, string) (rt.Stats, error)           { return rt.Stats{}, nil }
-func (f *fakeRuntime) SetCpuset(context.Context, string, string) error           { return nil }
-func (f *fakeRuntime) Close() error                                              { return nil }
+func (f *fakeRuntime) Stats(context.Context, string) (rt.Stats, error)            { return rt.Stats{}, nil }
+func (f *fakeRuntime) SetCpuset(context.Context, string, string) error            { return nil }
+func (f *fakeRuntime) Close() error                                               { return nil }
 
 // call is one platform call of a scheduler's decision stream.
 type call struct {
