@@ -270,37 +270,7 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 	emulate.Flags().StringVar(&profile, "profile", "intel", "emulated platform")
 	emulate.Flags().StringVar(&mountDir, "mount", "", "directory to mount on")
 
-	var keep []string
-	reconcile := &cobra.Command{
-		Use:     "reconcile",
-		Short:   "Remove colo's leftover groups (after a crash); other agents' groups are never touched",
-		Example: `  colo resctrl reconcile --keep colo.web --keep colo.batch`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			want := map[string]bool{}
-			for _, k := range keep {
-				p, err := group(k)
-				if err != nil {
-					return err
-				}
-				want[p] = true
-			}
-			removed, err := resctrl.Open(root, resctrl.Options{}).Reconcile(func(p string) bool { return want[p] })
-			if err != nil {
-				return err
-			}
-			return out(cmd, removed, func(w io.Writer) error {
-				if len(removed) == 0 {
-					fmt.Fprintln(w, "no leftover colo groups")
-				}
-				for _, r := range removed {
-					fmt.Fprintf(w, "removed %s\n", r)
-				}
-				return nil
-			})
-		},
-	}
-	reconcile.Flags().StringArrayVar(&keep, "keep", nil, "group to keep (repeatable)")
+	reconcile := reconcileCmd(&root, out)
 
 	for _, c := range []*cobra.Command{set, assign} {
 		c.Flags().BoolVar(&foreign, "foreign", false, "allow changing groups that are not colo's (no colo. prefix) and the default group")
