@@ -157,3 +157,22 @@ func (a *Adapter) RemoveGroups(match func(name string) bool) ([]string, error) {
 		return !match(path[strings.LastIndex(path, "/")+1:])
 	})
 }
+
+// DefaultSchemata reads system/default's whole schemata (every resource and domain), to
+// be written back with RestoreDefault.
+func (a *Adapter) DefaultSchemata() (string, error) {
+	s, err := a.c.Schemata("")
+	if err != nil {
+		return "", err
+	}
+	return s.String(), nil
+}
+
+// RestoreDefault writes a schemata read by DefaultSchemata back to system/default.
+func (a *Adapter) RestoreDefault(schemata string) error {
+	s, err := ParseSchemata(schemata)
+	if err != nil {
+		return err
+	}
+	return a.c.SetSchemata("", s)
+}

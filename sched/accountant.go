@@ -227,13 +227,23 @@ func (a *Accountant) Release(name string) {
 // way, so that all free ways form one run below the reserve (defragmentation, thesis
 // §3.4 "Consolidate"; outer fragmentation, seed000.md §6 item 5). Groups are returned in
 // the order the moves must be applied: each target range is free when its turn comes,
-// so exclusive masks never overlap in between. Groups already in place do not move.
+// so exclusive masks never overlap in between. Groups already in place do not move, and
+// no group moves onto ways another agent claims (Limit).
 func (a *Accountant) Consolidate(s int) []Move {
 	var moves []Move
 	next := 0
+	foreign := a.sockets[s].foreign
 	for _, g := range a.Groups(s) {
 		w := bits.OnesCount64(g.Mask)
 		to := resctrl.Contiguous(next, w)
+		for to&foreign != 0 && next+w < a.totalWays { // skip another agent's ways
+			next++
+			to = resctrl.Contiguous(next, w)
+		}
+		if to&foreign != 0 || to&^a.AllocatableMask() != 0 { // no room: it stays
+			next = bits.Len64(g.Mask)
+			continue
+		}
 		next += w
 		if to == g.Mask {
 			continue

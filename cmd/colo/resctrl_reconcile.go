@@ -28,7 +28,7 @@ for every mount and also removes a dead run's containers and network.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r := resctrl.ResolveRoot(*root)
-			done, err := journal.Reconcile(resctrl.OSFS{Root: r}, stateDir, r)
+			done, err := journal.Reconcile(resctrl.OSFS{Root: r}, stateDir, r, false)
 			if err != nil {
 				return err
 			}

@@ -59,7 +59,23 @@ func (p *Platform) replan() error {
 	for _, n := range res.Notes {
 		p.notef("resctrl: %s", n)
 	}
+	for _, o := range res.Ops { // recorded before they exist
+		if o.Kind == plan.Mkdir {
+			if err := p.jr.AddGroup(o.Group); err != nil {
+				return err
+			}
+		}
+	}
 	aerr := p.rdt.ApplyPlan(res.Ops)
+	if aerr == nil {
+		for _, o := range res.Ops {
+			if o.Kind == plan.Rmdir {
+				if err := p.jr.DropGroup(o.Group); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	p.mu.Lock()
 	if aerr == nil {
 		p.placed = res.Placed
@@ -233,25 +249,13 @@ func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
 	if err != nil {
 		return err
 	}
-	changed := false
-	for _, d := range doms {
-		p.mu.Lock()
-		_, saved := p.defMask[d]
-		p.mu.Unlock()
-		if saved {
-			continue
-		}
-		orig, _, err := p.rdt.ReadSchemata("", d)
+	_ = doms
+	if !p.jr.HasDefault() { // system/default as found, recorded before its first change
+		d, err := p.rdt.DefaultSchemata()
 		if err != nil {
 			return fmt.Errorf("system/default: %w", err)
 		}
-		p.mu.Lock()
-		p.defMask[d] = orig
-		p.mu.Unlock()
-		changed = true
-	}
-	if changed {
-		if err := p.saveState(); err != nil {
+		if err := p.jr.SaveDefault(d); err != nil {
 			return err
 		}
 	}

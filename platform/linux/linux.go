@@ -15,7 +15,6 @@ package linux
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -31,6 +30,7 @@ import (
 	"colo/machine"
 	"colo/perf"
 	"colo/resctrl"
+	"colo/resctrl/journal"
 	"colo/resctrl/plan"
 	rt "colo/runtime"
 	"colo/runtime/docker"
@@ -169,18 +169,17 @@ type Platform struct {
 	run     string
 	network string
 	start   time.Time
-	lock    *os.File
+	jr      *journal.Journal // this instance's record of what it changes on the mount
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu      sync.Mutex
-	jobs    map[int]*job
-	notes   []string
-	closed  bool
-	defMask map[int]uint64 // default-group masks the platform changed (original values)
-	noIPCE  string         // why IPCE cannot be measured here ("" it can)
-	noL2    string         // why L2 misses cannot be counted here ("" they can)
+	mu     sync.Mutex
+	jobs   map[int]*job
+	notes  []string
+	closed bool
+	noIPCE string // why IPCE cannot be measured here ("" it can)
+	noL2   string // why L2 misses cannot be counted here ("" they can)
 
 	prefix string                    // names this instance's resctrl groups (colo.<run>.)
 	want   map[string]plan.Want      // per job (tenant j<ID>), the allocation it asked for
@@ -193,14 +192,6 @@ var (
 	_ bench.CounterReporter = (*Platform)(nil)
 	_ bench.QuotaSetter     = (*Platform)(nil)
 )
-
-// state is written to StateDir so a restarted colo can undo a crashed run's changes.
-type state struct {
-	Run     string         `json:"run"`
-	Network string         `json:"network"`
-	Resctrl string         `json:"resctrl"`
-	DefMask map[int]uint64 `json:"default_masks"` // original system/default L3 masks
-}
 
 // New prepares the host for bm: it takes the host lock, removes what a crashed colo left
 // behind, connects to the runtime and resctrl, and detects the machine. bm.Machine is
@@ -230,8 +221,8 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	if o.ResctrlRoot == "" {
 		o.ResctrlRoot = os.Getenv("COLO_RESCTRL_ROOT")
 	}
-	p := &Platform{o: o, jobs: map[int]*job{}, defMask: map[int]uint64{},
-		run:  fmt.Sprintf("%d-%d", time.Now().Unix(), os.Getpid()),
+	p := &Platform{o: o, jobs: map[int]*job{},
+		run:  fmt.Sprintf("%d-%d", runStamp(), os.Getpid()),
 		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}}
 	p.prefix = resctrl.DefaultPrefix + p.run + "."
 	if o.Prefix != "" {
@@ -242,12 +233,11 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	defer func() {
 		if !ok {
 			p.cancel()
-			p.releaseLock()
+			if p.jr != nil {
+				p.jr.Close()
+			}
 		}
 	}()
-	if err := p.takeLock(); err != nil {
-		return nil, err
-	}
 	// resctrl
 	switch {
 	case o.RDT != nil:
@@ -296,12 +286,27 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	default:
 		return nil, fmt.Errorf("runtime %q: use docker or process", o.Runtime)
 	}
+	// the journal first: whatever this instance creates from now on is recorded before
+	jroot := ""
+	if p.rdt != nil {
+		jroot = p.rdt.Root()
+	}
+	jr, err := journal.Open(o.StateDir, jroot, journal.Record{Instance: p.run, Kind: "colo run", Prefix: p.prefix, Run: p.run})
+	if err != nil {
+		p.rtm.Close()
+		return nil, err
+	}
+	p.jr = jr
 	if err := p.reconcile(); err != nil {
 		p.rtm.Close()
 		return nil, fmt.Errorf("cleaning up after an earlier colo run: %w", err)
 	}
 	if p.dock != nil {
 		p.network = "colo-" + p.run
+		if err := p.jr.SetRun(p.run, p.network); err != nil {
+			p.rtm.Close()
+			return nil, err
+		}
 		if err := p.dock.UseNetwork(p.ctx, p.network); err != nil {
 			p.rtm.Close()
 			return nil, err
@@ -327,10 +332,6 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	if bm != nil {
 		bm.Machine = m
 	}
-	if err := p.saveState(); err != nil {
-		p.teardown()
-		return nil, err
-	}
 	if p.noIPCE, p.noL2 = p.probeCounters(); p.noIPCE != "" {
 		p.notef("IPCE unavailable: %s; IPC/IPCE are reported as unavailable and the dynamic scheduler does not probe allocations", p.noIPCE)
 	}
@@ -343,6 +344,20 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		o.Opened(p)
 	}
 	return p, nil
+}
+
+var (
+	stampMu   sync.Mutex
+	lastStamp int64
+)
+
+// runStamp is the time part of a run's name: Unix milliseconds, distinct for every
+// platform of this process (two platforms in one millisecond get two stamps).
+func runStamp() int64 {
+	stampMu.Lock()
+	defer stampMu.Unlock()
+	lastStamp = max(time.Now().UnixMilli(), lastStamp+1)
+	return lastStamp
 }
 
 // percentMBA corrects a machine detected on an AMD CPU whose resctrl mount describes
@@ -427,64 +442,30 @@ func (p *Platform) Notes() []string {
 // RunID is the label value (colo.run) of everything this platform created.
 func (p *Platform) RunID() string { return p.run }
 
-func (p *Platform) lockPath() string  { return filepath.Join(p.o.StateDir, "linux.lock") }
-func (p *Platform) statePath() string { return filepath.Join(p.o.StateDir, "linux-state.json") }
-
-func (p *Platform) takeLock() error {
-	if err := os.MkdirAll(p.o.StateDir, 0o755); err != nil {
-		return fmt.Errorf("state directory %s: %w", p.o.StateDir, err)
-	}
-	f, err := os.OpenFile(p.lockPath(), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("lock %s: %w", p.lockPath(), err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(p.lockPath())
-		f.Close()
-		return fmt.Errorf("another colo run with platform linux is active on this host (lock %s held by pid %s); wait for it to finish or stop it", p.lockPath(), strings.TrimSpace(string(b)))
-	}
-	f.Truncate(0)
-	f.WriteAt([]byte(fmt.Sprint(os.Getpid())), 0)
-	p.lock = f
-	return nil
-}
-
-func (p *Platform) releaseLock() {
-	if p.lock != nil {
-		syscall.Flock(int(p.lock.Fd()), syscall.LOCK_UN)
-		p.lock.Close()
-		p.lock = nil
-	}
-}
-
-func (p *Platform) saveState() error {
-	p.mu.Lock()
-	st := state{Run: p.run, Network: p.network, DefMask: p.defMask}
-	p.mu.Unlock()
-	if p.rdt != nil {
-		st.Resctrl = p.rdt.Root()
-	}
-	b, _ := json.Marshal(st)
-	tmp := p.statePath() + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("platform state: %w", err)
-	}
-	return os.Rename(tmp, p.statePath())
-}
-
 // reconcile removes what a previous colo left: containers and networks labelled by a
 // colo process of this PID namespace that no longer exists, owned resctrl groups, and
 // system/default masks it had changed (restored).
 func (p *Platform) reconcile() error {
 	var errs []error
+	// runs whose journal says their process lives (this process's other platforms too)
+	live := map[string]bool{}
+	rs, err := journal.ListAll(p.o.StateDir)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Alive() && r.Run != "" {
+			live[r.Run], live[r.Network] = true, true
+		}
+	}
 	mine := map[string]string{labelPlatform: "linux", labelPIDNS: pidNamespace()}
 	ws, err := p.rtm.List(p.ctx, mine)
 	if err != nil {
 		return err
 	}
 	for _, w := range ws {
-		if alive(w.Labels[labelPID]) {
-			continue // another colo process (tests, a second StateDir) still runs it
+		if live[w.Labels[rt.LabelRun]] || alive(w.Labels[labelPID]) {
+			continue // a live run's (this process's, another colo process's)
 		}
 		if err := p.rtm.Remove(p.ctx, w.ID); err != nil && !errors.Is(err, rt.ErrNotFound) && !strings.Contains(err.Error(), "already in progress") {
 			errs = append(errs, err)
@@ -498,7 +479,7 @@ func (p *Platform) reconcile() error {
 			errs = append(errs, err)
 		}
 		for _, n := range nets {
-			if alive(networkPID(n)) {
+			if live[n] || alive(networkPID(n)) {
 				continue
 			}
 			if err := p.dock.RemoveNetwork(p.ctx, n); err != nil {
@@ -508,30 +489,23 @@ func (p *Platform) reconcile() error {
 			p.notef("removed network %s left by an earlier colo run", n)
 		}
 	}
-	var old state
-	if b, err := os.ReadFile(p.statePath()); err == nil {
-		json.Unmarshal(b, &old)
-	}
+	// resctrl: only what the journals of dead instances on this mount recorded (and
+	// their records; a live instance's groups, another agent's or a user's are kept)
+	var fsys resctrl.FS
+	root := ""
 	if p.rdt != nil {
-		removed, err := p.rdt.RemoveGroups(func(name string) bool { return strings.HasPrefix(name, resctrl.DefaultPrefix) })
+		fsys, root = p.rdt.Client().FS(), p.rdt.Root()
+	}
+	if len(errs) == 0 {
+		done, err := journal.Reconcile(fsys, p.o.StateDir, root, true)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		for _, g := range removed {
-			p.notef("removed resctrl group %s left by an earlier colo run", g)
-		}
-		if old.Resctrl == "" || old.Resctrl == p.rdt.Root() {
-			for dom, mask := range old.DefMask {
-				if err := p.rdt.SetSchemata("", dom, mask, 0); err != nil {
-					errs = append(errs, fmt.Errorf("restore system/default L3 mask %#x on domain %d: %w", mask, dom, err))
-					continue
-				}
-				p.notef("restored system/default L3 mask %#x on domain %d", mask, dom)
+		for _, u := range done {
+			if len(u.Removed) > 0 || u.Default != "" || u.DefaultLeft != "" {
+				p.notef("undid what an earlier colo run left: %s", u)
 			}
 		}
-	}
-	if len(errs) == 0 {
-		os.Remove(p.statePath())
 	}
 	return errors.Join(errs...)
 }
@@ -1032,16 +1006,20 @@ func (p *Platform) teardown() error {
 	p.cancel()
 	p.wg.Wait()
 	if p.rdt != nil {
-		if _, err := p.rdt.RemoveGroups(p.own); err != nil {
+		removed, err := p.rdt.RemoveGroups(p.own)
+		if err != nil {
 			errs = append(errs, err)
 		}
-		p.mu.Lock()
-		dm := p.defMask
-		p.defMask = map[int]uint64{}
-		p.mu.Unlock()
-		for dom, mask := range dm {
-			if err := p.rdt.SetSchemata("", dom, mask, 0); err != nil {
-				errs = append(errs, fmt.Errorf("restore system/default on domain %d: %w", dom, err))
+		for _, g := range removed {
+			if err := p.jr.DropGroup(g); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if d := p.jr.Record().Default; d != "" {
+			if err := p.rdt.RestoreDefault(d); err != nil {
+				errs = append(errs, fmt.Errorf("restore system/default: %w", err))
+			} else if err := p.jr.ClearDefault(); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
@@ -1053,9 +1031,10 @@ func (p *Platform) teardown() error {
 	if p.rtm != nil {
 		p.rtm.Close()
 	}
-	if len(errs) == 0 {
-		os.Remove(p.statePath())
+	if len(errs) == 0 && p.jr != nil {
+		if err := p.jr.Close(); err != nil { // everything undone: the record goes
+			errs = append(errs, err)
+		}
 	}
-	p.releaseLock()
 	return errors.Join(errs...)
 }

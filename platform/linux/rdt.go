@@ -2,6 +2,7 @@ package linux
 
 import (
 	"colo/machine"
+	"colo/resctrl"
 	"colo/resctrl/plan"
 )
 
@@ -28,6 +29,12 @@ type RDT interface {
 	// RemoveGroups removes the groups whose own name matches (MON groups first) and
 	// returns them; nothing else is touched.
 	RemoveGroups(match func(name string) bool) ([]string, error)
+	// DefaultSchemata reads system/default's whole schemata; RestoreDefault writes it
+	// back (the journal keeps it across a crash).
+	DefaultSchemata() (string, error)
+	RestoreDefault(schemata string) error
+	// Client is the client underneath (journal reconcile works on its FS).
+	Client() *resctrl.Client
 	// Root is the mount point (for messages).
 	Root() string
 }

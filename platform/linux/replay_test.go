@@ -188,14 +188,16 @@ func (r *recorder) SetDefaultMask(socket int, mask uint64) error {
 const replayPrefix = "colo.replay."
 
 var (
-	recMu   sync.Mutex
-	recLast *recorder
-	recOnce sync.Once
+	recMu    sync.Mutex
+	recLast  *recorder
+	recOnce  sync.Once
+	recSetup func(*testing.T, *resctrl.Client) // prepares each recorded mount (foreign groups)
+	recT     *testing.T
 )
 
 // recordRun runs a benchmark on platform sim under one scheduler and returns its
 // decision stream.
-func recordRun(t *testing.T, file, scheduler string, maxT time.Duration) []call {
+func recordRun(t *testing.T, file, scheduler string, maxT time.Duration, setup func(*testing.T, *resctrl.Client)) []call {
 	t.Helper()
 	recOnce.Do(func() {
 		bench.RegisterPlatform("sim-recorded", func(bm *bench.Benchmark) (bench.Platform, error) {
@@ -206,10 +208,16 @@ func recordRun(t *testing.T, file, scheduler string, maxT time.Duration) []call 
 			r := &recorder{Platform: p}
 			recMu.Lock()
 			recLast = r
+			if recSetup != nil {
+				recSetup(recT, resctrl.New(p.Emulator().FS(), resctrl.Options{AllowForeign: true}))
+			}
 			recMu.Unlock()
 			return r, nil
 		})
 	})
+	recMu.Lock()
+	recSetup, recT = setup, t
+	recMu.Unlock()
 	bm, err := bench.Load(file)
 	if err != nil {
 		t.Fatal(err)
@@ -237,12 +245,16 @@ type twin struct {
 	lc  *resctrl.Client
 }
 
-func newTwin(t *testing.T, machineName string) *twin {
+func newTwin(t *testing.T, machineName string, setup func(*testing.T, *resctrl.Client)) *twin {
 	t.Helper()
 	rdt := newEmuRDT(t, machineName)
 	sp, err := simplatform.NewPrefixed(rdt.m, sim.Options{Seed: 1}, replayPrefix)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(t, resctrl.New(sp.Emulator().FS(), resctrl.Options{AllowForeign: true}))
+		setup(t, resctrl.New(rdt.em.FS(), resctrl.Options{AllowForeign: true}))
 	}
 	o := Options{RDT: rdt, Runtime0: newFakeRuntime(t, func(pid int) { rdt.em.Forget(pid) }), StateDir: t.TempDir(),
 		Machine: rdt.m, Prefix: replayPrefix, StartGrace: time.Nanosecond, Logf: func(string, ...any) {}}
@@ -302,7 +314,7 @@ func (tw *twin) apply(i int, c call) {
 // platform linux on the emulator: after every call the two mounts must list the same
 // groups, modes, schemata and tasks, byte for byte.
 func TestReplaySimAndLinuxGiveOneTree(t *testing.T) {
-	calls := recordRun(t, "../../examples/thesis/exceeding-demand.yaml", "dynamic", 20*time.Minute)
+	calls := recordRun(t, "../../examples/thesis/exceeding-demand.yaml", "dynamic", 20*time.Minute, nil)
 	kinds := map[string]int{}
 	for _, c := range calls {
 		kinds[c.op]++
@@ -311,7 +323,7 @@ func TestReplaySimAndLinuxGiveOneTree(t *testing.T) {
 	if kinds["alloc"] < 50 || kinds["move"] == 0 || kinds["default"] == 0 || kinds["stop"] == 0 {
 		t.Fatalf("the stream does not exercise every kind of call: %v", kinds)
 	}
-	tw := newTwin(t, "icx-4314-2s")
+	tw := newTwin(t, "icx-4314-2s", nil)
 	most, at := 0, ""
 	for i, c := range calls {
 		tw.apply(i, c)
@@ -328,7 +340,7 @@ func TestReplaySimAndLinuxGiveOneTree(t *testing.T) {
 // TestNineIdenticalAllocations: nine jobs on one icx-4314-2s socket asking for the same
 // mask share one CLOS on both platforms (8 usable CLOSIDs, MBA's limit), and both say so.
 func TestNineIdenticalAllocations(t *testing.T) {
-	tw := newTwin(t, "icx-4314-2s")
+	tw := newTwin(t, "icx-4314-2s", nil)
 	var calls []call
 	for i := 0; i < 9; i++ {
 		calls = append(calls, call{op: "start", job: bench.JobSpec{ID: i, Name: fmt.Sprintf("n%d", i), Workload: "neighbor:6MB:1g", Command: "stress compute", Cores: 1}, id: i, cpus: []int{i}})
@@ -380,5 +392,69 @@ func TestNineIdenticalAllocations(t *testing.T) {
 	b := tw.lin.CLOSBudget()
 	if len(b) != 2 || b[0].Groups != 7 || b[0] != tw.sim.CLOSBudget()[0] {
 		t.Fatalf("budgets: linux %+v, sim %+v", b, tw.sim.CLOSBudget())
+	}
+}
+
+// foreign03 is another agent's group holding ways 0x3 on socket 0 (and the full mask,
+// no claim, on socket 1).
+func foreign03(t *testing.T, c *resctrl.Client) {
+	s, err := resctrl.ParseSpec("L3:0=3")
+	if err == nil {
+		err = c.Apply(resctrl.Change{Group: "theirs", Create: true, Schemata: s})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForeignGroupNeverExclusive: with another agent's group holding ways 0x3 on socket
+// 0, dynamic (which sees the foreign ways through sched.Observation.CLOS) never asks for
+// them on sim, and replayed on platform linux no job's class ever holds one of those
+// ways (a slot at the full mask is an unused one), the foreign group keeps its schemata,
+// and both trees stay identical.
+func TestForeignGroupNeverExclusive(t *testing.T) {
+	calls := recordRun(t, "../../examples/thesis/exceeding-demand.yaml", "dynamic", 20*time.Minute, foreign03)
+	allocs := 0
+	for _, c := range calls {
+		if c.op == "alloc" && c.mask != 0 {
+			allocs++
+			if c.socket == 0 && c.mask&0x3 != 0 {
+				t.Fatalf("dynamic asked for the foreign ways: %s", c)
+			}
+		}
+	}
+	if allocs < 50 {
+		t.Fatalf("only %d allocations", allocs)
+	}
+	tw := newTwin(t, "icx-4314-2s", foreign03)
+	want := ""
+	for i, c := range calls {
+		tw.apply(i, c)
+		for _, g := range tw.rdt.em.State().Groups {
+			switch {
+			case g.Path == "theirs":
+				got := fmt.Sprint(g.Schemata["L3"], g.Schemata["MB"], g.Mode)
+				if want == "" {
+					want = got
+				}
+				if got != want {
+					t.Fatalf("step %d (%s): the foreign group changed: %s, was %s", i, c, got, want)
+				}
+			case strings.HasPrefix(g.Path, replayPrefix) && !g.IsMon:
+				if m := uint64(g.Schemata["L3"][0]); m&0x3 != 0 && m != tw.rdt.m.FullMask() {
+					t.Fatalf("step %d (%s): %s holds %#x on socket 0, overlapping the foreign 0x3", i, c, g.Path, m)
+				}
+			}
+		}
+	}
+	if b := tw.lin.CLOSBudget(); b[0].Foreign != 0x3 || b[1].Foreign != 0 || b[0].Groups != 6 {
+		t.Fatalf("budget %+v", b)
+	}
+	// asked outright, the linux platform refuses the foreign ways and says why
+	if err := tw.lin.Start(fakeJob(900), []int{15}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.lin.SetAllocation(900, 0, 0x6, 10); err == nil || !strings.Contains(err.Error(), "theirs") {
+		t.Fatalf("an overlapping allocation: %v", err)
 	}
 }

@@ -39,12 +39,18 @@ func (u Undone) String() string {
 // unless a live instance recorded a default of its own (it restores at its end). A
 // record whose changes are all undone is deleted. Live instances' groups, other agents'
 // groups and a user's own groups are never touched.
-func Reconcile(fsys resctrl.FS, stateDir, root string) ([]Undone, error) {
+//
+// fsys nil (an instance without resctrl) only judges the records. forgetRuns also
+// deletes dead colo runs' records (the caller removed their containers and network).
+func Reconcile(fsys resctrl.FS, stateDir, root string, forgetRuns bool) ([]Undone, error) {
 	rs, err := List(stateDir, root)
 	if err != nil {
 		return nil, err
 	}
-	c := resctrl.New(fsys, resctrl.Options{AllowForeign: true})
+	var c *resctrl.Client
+	if fsys != nil {
+		c = resctrl.New(fsys, resctrl.Options{AllowForeign: true})
+	}
 	liveDefault := ""
 	for _, r := range rs {
 		if r.Alive() && r.Default != "" && liveDefault == "" {
@@ -59,6 +65,10 @@ func Reconcile(fsys resctrl.FS, stateDir, root string) ([]Undone, error) {
 			continue
 		}
 		u := Undone{Record: r}
+		if c == nil {
+			out = append(out, u)
+			continue
+		}
 		gs, err := c.Groups()
 		if err != nil {
 			return out, err
@@ -105,7 +115,7 @@ func Reconcile(fsys resctrl.FS, stateDir, root string) ([]Undone, error) {
 		r.Groups = nil
 		var err error
 		switch {
-		case r.Default == "" && r.Run == "" && r.Network == "":
+		case r.Default == "" && (forgetRuns || r.Run == "" && r.Network == ""):
 			err = r.Forget()
 		default: // containers are colo cleanup's; a default waits for the live instance
 			err = r.Save()
