@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +67,8 @@ type RunOptions struct {
 	Recorder func(scheduler string) (Recorder, func(Summary) error, error)
 	// Wall measures wall time (injected so that the package never reads the clock).
 	Wall func() time.Time
+	// Ctx cancels the runs (Options.Ctx); nil: never cancelled.
+	Ctx context.Context
 }
 
 // RunAll runs the benchmark's trace once per scheduler, each on a fresh platform, and
@@ -76,7 +79,14 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 	}
 	rep := &Report{Benchmark: bm.Name, File: bm.File, Machine: bm.Machine.Name, Platform: bm.Platform,
 		TraceSeed: bm.TraceSeed, Jobs: len(bm.Jobs), MaxT: bm.MaxT.Seconds()}
+	ctx := opt.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	for _, name := range names {
+		if ctx.Err() != nil {
+			return rep, interrupted(ctx)
+		}
 		// the platform first: on linux it detects the host, whose geometry the scheduler
 		// and the report must use (not the YAML's machine:)
 		pf, err := NewPlatform(bm)
@@ -106,9 +116,16 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		if opt.Wall != nil {
 			t0 = opt.Wall()
 		}
-		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec})
+		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec, Ctx: ctx})
 		if cerr := pf.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("platform close: %w", cerr)
+		} else if cerr != nil {
+			err = errors.Join(err, fmt.Errorf("platform close: %w", cerr))
+		}
+		if errors.Is(err, ErrInterrupted) {
+			// what ran so far, without a summary: the run is not complete
+			rep.Results = append(rep.Results, res)
+			return rep, err
 		}
 		if err != nil {
 			var be *Error

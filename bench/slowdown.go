@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -83,6 +84,11 @@ func (r *ipcRecorder) Event(e EventRecord) error {
 // platform's machine. Scheduler options the scheduler rejects are a bad-input
 // *Error naming bm's file.
 func RunScheduler(bm *Benchmark, name string, rec Recorder) (*Result, error) {
+	return RunSchedulerContext(context.Background(), bm, name, rec)
+}
+
+// RunSchedulerContext is RunScheduler cancelled through ctx (Options.Ctx).
+func RunSchedulerContext(ctx context.Context, bm *Benchmark, name string, rec Recorder) (*Result, error) {
 	b := *bm
 	b.Data.Perf = true
 	impl := name
@@ -103,12 +109,23 @@ func RunScheduler(bm *Benchmark, name string, rec Recorder) (*Result, error) {
 	if err != nil {
 		return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 	}
-	return Run(&b, pf, s, Options{Recorder: rec})
+	return Run(&b, pf, s, Options{Recorder: rec, Ctx: ctx})
 }
 
 // Comparer compares schedulers by the jobs' slowdowns; it remembers each job's run-alone
 // IPC (by workload, image, cores, CPUs and length) across the schedulers it runs.
-type Comparer struct{ alone map[string]float64 }
+type Comparer struct {
+	alone map[string]float64
+	// Ctx cancels the runs (SIGINT/SIGTERM); nil: never cancelled.
+	Ctx context.Context
+}
+
+func (c *Comparer) ctx() context.Context {
+	if c.Ctx == nil {
+		return context.Background()
+	}
+	return c.Ctx
+}
 
 // NewComparer returns a Comparer with no run-alone IPCs yet.
 func NewComparer() *Comparer { return &Comparer{alone: map[string]float64{}} }
@@ -116,7 +133,13 @@ func NewComparer() *Comparer { return &Comparer{alone: map[string]float64{}} }
 // Compare runs bm under every named scheduler (Shared allowed) and returns their outcomes
 // in order.
 func Compare(bm *Benchmark, names []string) ([]SchedulerOutcome, error) {
+	return CompareContext(context.Background(), bm, names)
+}
+
+// CompareContext is Compare cancelled through ctx.
+func CompareContext(ctx context.Context, bm *Benchmark, names []string) ([]SchedulerOutcome, error) {
 	c := NewComparer()
+	c.Ctx = ctx
 	var out []SchedulerOutcome
 	for _, n := range names {
 		o, err := c.Scheduler(bm, n)
@@ -149,7 +172,7 @@ func (c *Comparer) aloneIPC(bm *Benchmark, j JobSpec) (float64, error) {
 	b.Jobs = []JobSpec{solo}
 	b.MaxT = solo.Length + time.Second
 	rec := newIPCRecorder()
-	if _, err := RunScheduler(&b, Shared, rec); err != nil {
+	if _, err := RunSchedulerContext(c.ctx(), &b, Shared, rec); err != nil {
 		return 0, err
 	}
 	v := metric.IPC(rec.instr[solo.ID], rec.cycles[solo.ID])
@@ -162,7 +185,7 @@ func (c *Comparer) aloneIPC(bm *Benchmark, j JobSpec) (float64, error) {
 // the jobs that ran, the reconfigurations and the ways consolidation moved.
 func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, error) {
 	rec := newIPCRecorder()
-	res, err := RunScheduler(bm, name, rec)
+	res, err := RunSchedulerContext(c.ctx(), bm, name, rec)
 	if err != nil {
 		return SchedulerOutcome{}, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 type compareFlags struct {
 	schedulers string
 	format     string
+	ctx        context.Context // cancels the runs (SIGINT/SIGTERM); nil: never
 }
 
 func init() {
@@ -44,6 +46,7 @@ that one file configures every controller; plain keys go to every scheduler but 
   colo compare examples/vp/victim-aggressor-hog.yaml --schedulers shared,vp --format json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.ctx = cmd.Context()
 			return runCompare(cmd.OutOrStdout(), args[0], f)
 		},
 	}
@@ -76,7 +79,7 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 	if len(names) == 0 {
 		return badInputf("--schedulers: name at least one scheduler")
 	}
-	rows, err := bench.Compare(bm, names)
+	rows, err := bench.CompareContext(f.ctx, bm, names)
 	if err != nil {
 		var be *bench.Error
 		if errors.As(err, &be) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,18 +81,31 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 				Warn: func(w string) { fmt.Fprintln(stderr, "colo: warning:", w) },
 				Wall: time.Now,
 			}
+			ctx, cancel := signalContext(c)
+			defer cancel()
+			opt.Ctx = ctx
 			var rs *runStore
 			if !noStore {
 				if rs, err = newRunStore(bm, out, os.Args); err != nil {
 					return err
 				}
 				opt.Recorder = rs.recorder(bm)
+				defer leaveBehind(fmt.Sprintf("run directory %s (incomplete)", rs.dir))()
 			} else if bm.DB != nil {
 				fmt.Fprintln(stderr, "colo: warning: --no-store: data.db is ignored (the sink streams what the run directory records)")
+			}
+			if bm.Platform != "sim" {
+				defer leaveBehind("this run's containers, Docker network and resctrl groups, and changed default masks: remove them with `colo cleanup`")()
 			}
 			rep, err := bench.RunAll(bm, names, opt)
 			var influx *bench.SinkStats
 			if rs != nil {
+				if errors.Is(err, bench.ErrInterrupted) {
+					if merr := rs.st.MarkInterrupted(context.Cause(ctx).Error()); merr != nil {
+						fmt.Fprintln(stderr, "colo: warning:", merr)
+					}
+					fmt.Fprintf(stderr, "colo: run directory %s keeps what was collected (marked interrupted)\n", rs.dir)
+				}
 				var cerr error
 				if influx, cerr = rs.close(err == nil, dbWait, stderr); err == nil && cerr != nil {
 					err = cerr
