@@ -67,6 +67,8 @@ type RunOptions struct {
 	Recorder func(scheduler string) (Recorder, func(Summary) error, error)
 	// Wall measures wall time (injected so that the package never reads the clock).
 	Wall func() time.Time
+	// Hooks watch every scheduler's run (progress, interval metrics).
+	Hooks Hooks
 	// Ctx cancels the runs (Options.Ctx); nil: never cancelled.
 	Ctx context.Context
 }
@@ -116,7 +118,7 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		if opt.Wall != nil {
 			t0 = opt.Wall()
 		}
-		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec, Ctx: ctx})
+		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec, Hooks: opt.Hooks, Ctx: ctx})
 		if cerr := pf.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("platform close: %w", cerr)
 		} else if cerr != nil {

@@ -84,11 +84,18 @@ func (r *ipcRecorder) Event(e EventRecord) error {
 // platform's machine. Scheduler options the scheduler rejects are a bad-input
 // *Error naming bm's file.
 func RunScheduler(bm *Benchmark, name string, rec Recorder) (*Result, error) {
-	return RunSchedulerContext(context.Background(), bm, name, rec)
+	return RunSchedulerHooks(bm, name, rec, Hooks{})
 }
 
-// RunSchedulerContext is RunScheduler cancelled through ctx (Options.Ctx).
-func RunSchedulerContext(ctx context.Context, bm *Benchmark, name string, rec Recorder) (*Result, error) {
+// RunSchedulerHooks is RunScheduler with hooks watching the run, labelled name (so "shared",
+// not its least-loaded implementation).
+func RunSchedulerHooks(bm *Benchmark, name string, rec Recorder, h Hooks) (*Result, error) {
+	return runScheduler(context.Background(), bm, name, rec, h)
+}
+
+// runScheduler is RunSchedulerHooks cancelled through ctx (Options.Ctx).
+func runScheduler(ctx context.Context, bm *Benchmark, name string, rec Recorder, h Hooks) (*Result, error) {
+	h = h.labelled(name)
 	b := *bm
 	b.Data.Perf = true
 	impl := name
@@ -109,14 +116,22 @@ func RunSchedulerContext(ctx context.Context, bm *Benchmark, name string, rec Re
 	if err != nil {
 		return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 	}
-	return Run(&b, pf, s, Options{Recorder: rec, Ctx: ctx})
+	return Run(&b, pf, s, Options{Recorder: rec, Hooks: h, Ctx: ctx})
 }
 
 // Comparer compares schedulers by the jobs' slowdowns; it remembers each job's run-alone
 // IPC (by workload, image, cores, CPUs and length) across the schedulers it runs.
 type Comparer struct {
 	alone map[string]float64
-	// Ctx cancels the runs (SIGINT/SIGTERM); nil: never cancelled.
+	// Hooks watch every run: the schedulers' (labelled by name) and the run-alone ones
+	// (labelled "alone JOB").
+	Hooks Hooks
+	// Record, when set, returns the recorder of one scheduler's run (a run directory) and
+	// the function called with its result and outcome once they are known (run-alone runs
+	// are not recorded).
+	Record func(scheduler string) (Recorder, func(*Result, SchedulerOutcome) error, error)
+	// Ctx cancels the runs (SIGINT/SIGTERM): an interrupted run's error wraps
+	// ErrInterrupted. nil: never cancelled.
 	Ctx context.Context
 }
 
@@ -133,13 +148,7 @@ func NewComparer() *Comparer { return &Comparer{alone: map[string]float64{}} }
 // Compare runs bm under every named scheduler (Shared allowed) and returns their outcomes
 // in order.
 func Compare(bm *Benchmark, names []string) ([]SchedulerOutcome, error) {
-	return CompareContext(context.Background(), bm, names)
-}
-
-// CompareContext is Compare cancelled through ctx.
-func CompareContext(ctx context.Context, bm *Benchmark, names []string) ([]SchedulerOutcome, error) {
 	c := NewComparer()
-	c.Ctx = ctx
 	var out []SchedulerOutcome
 	for _, n := range names {
 		o, err := c.Scheduler(bm, n)
@@ -172,7 +181,7 @@ func (c *Comparer) aloneIPC(bm *Benchmark, j JobSpec) (float64, error) {
 	b.Jobs = []JobSpec{solo}
 	b.MaxT = solo.Length + time.Second
 	rec := newIPCRecorder()
-	if _, err := RunSchedulerContext(c.ctx(), &b, Shared, rec); err != nil {
+	if _, err := runScheduler(c.ctx(), &b, Shared, rec, c.Hooks.labelled("alone "+j.Name)); err != nil {
 		return 0, err
 	}
 	v := metric.IPC(rec.instr[solo.ID], rec.cycles[solo.ID])
@@ -185,10 +194,22 @@ func (c *Comparer) aloneIPC(bm *Benchmark, j JobSpec) (float64, error) {
 // the jobs that ran, the reconfigurations and the ways consolidation moved.
 func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, error) {
 	rec := newIPCRecorder()
-	res, err := RunSchedulerContext(c.ctx(), bm, name, rec)
+	var (
+		into   Recorder = rec
+		finish          = func(*Result, SchedulerOutcome) error { return nil }
+	)
+	if c.Record != nil {
+		out, f, err := c.Record(name)
+		if err != nil {
+			return SchedulerOutcome{}, err
+		}
+		into, finish = tee{rec, out}, f
+	}
+	res, err := runScheduler(c.ctx(), bm, name, into, c.Hooks)
 	if err != nil {
 		return SchedulerOutcome{}, err
 	}
+
 	row := SchedulerOutcome{Name: name, Reconfigurations: rec.reconfig, MovedWays: res.ConsolidatedWays,
 		VirtualSeconds: res.Virtual.Seconds()}
 	if row.VirtualSeconds > 0 {
@@ -226,5 +247,5 @@ func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, erro
 	for _, s := range slow {
 		row.WorstSlowdown = math.Max(row.WorstSlowdown, s)
 	}
-	return row, nil
+	return row, finish(res, row)
 }

@@ -25,6 +25,7 @@ func init() {
 		rcRoot   string
 		platform string
 		dbWait   time.Duration
+		interval time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run BENCH.yaml",
@@ -43,6 +44,9 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
   colo run examples/linux/colocation.yaml --platform linux --resctrl-root /tmp/rdt`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if interval < 0 {
+				return badInputf("--interval %v: must be ≥ 0", interval)
+			}
 			if dbWait < 0 {
 				return badInputf("--db-wait %v: must be ≥ 0", dbWait)
 			}
@@ -78,8 +82,9 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 			}
 			stderr := c.ErrOrStderr()
 			opt := bench.RunOptions{
-				Warn: func(w string) { fmt.Fprintln(stderr, "colo: warning:", w) },
-				Wall: time.Now,
+				Warn:  func(w string) { fmt.Fprintln(stderr, "colo: warning:", w) },
+				Wall:  time.Now,
+				Hooks: (&runWatch{}).hooks(interval),
 			}
 			ctx, cancel := signalContext(c)
 			defer cancel()
@@ -101,10 +106,7 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 			var influx *bench.SinkStats
 			if rs != nil {
 				if errors.Is(err, bench.ErrInterrupted) {
-					if merr := rs.st.MarkInterrupted(context.Cause(ctx).Error()); merr != nil {
-						fmt.Fprintln(stderr, "colo: warning:", merr)
-					}
-					fmt.Fprintf(stderr, "colo: run directory %s keeps what was collected (marked interrupted)\n", rs.dir)
+					rs.markInterrupted(context.Cause(ctx), stderr)
 				}
 				var cerr error
 				if influx, cerr = rs.close(err == nil, dbWait, stderr); err == nil && cerr != nil {
@@ -139,5 +141,6 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 	fl.StringVar(&platform, "platform", "", "run on this platform instead of the file's benchmark.platform: sim (simulated testbed) or linux (this host: Docker, perf, resctrl)")
 	fl.StringVar(&rcRoot, "resctrl-root", "", "resctrl mount for platform: linux (default /sys/fs/resctrl); ignored on sim")
 	fl.DurationVar(&dbWait, "db-wait", 10*time.Second, "with data.db: how long to wait at the end for InfluxDB to take the points still buffered (the rest is kept in the run directory)")
+	fl.DurationVar(&interval, "interval", 0, "print a line of metrics per scheduler every DUR of the run's time (virtual on sim), like perf stat -I (e.g. 10s)")
 	rootCmd.AddCommand(cmd)
 }
