@@ -104,7 +104,8 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		s, err := sched.New(name, env)
 		if err != nil {
 			pf.Close()
-			return nil, err
+			// options the scheduler rejects are bad input in the benchmark file
+			return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 		}
 		var rec Recorder = Discard{}
 		finish := func(Summary) error { return nil }
@@ -203,8 +204,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("jobs rejected", func(s Summary) string { return fmt.Sprint(s.JobsRejected) })
 	row("jobs queued at max_t", func(s Summary) string { return fmt.Sprint(s.JobsQueuedAtEnd) })
 	row("jobs arriving after max_t", func(s Summary) string { return fmt.Sprint(s.JobsNotStarted) })
-	row("queueing delay mean", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayMean) })
-	row("queueing delay p90", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayP90) })
+	secs := func(x float64) string {
+		if math.IsNaN(x) {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f s", x)
+	}
+	row("queueing delay mean", func(s Summary) string { return secs(s.QueueDelayMean) })
+	row("queueing delay p90", func(s Summary) string { return secs(s.QueueDelayP90) })
 	row("probes (failed)", func(s Summary) string { return fmt.Sprintf("%d (%d)", s.Probes, s.ProbesFailed) })
 	row("re-probes", func(s Summary) string { return fmt.Sprint(s.Reprobes) })
 	row("migrations", func(s Summary) string { return fmt.Sprint(s.Migrations) })
@@ -233,6 +240,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// StartFailures returns how many jobs could not be started, over every scheduler's run.
+func (r *Report) StartFailures() int {
+	n := 0
+	for _, res := range r.Results {
+		if res != nil {
+			n += res.StartFailures
+		}
+	}
+	return n
 }
 
 // CheckScheduler says whether a scheduler name is registered.

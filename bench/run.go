@@ -93,6 +93,9 @@ type Result struct {
 	// scheduler applied (a failed or lost allocation).
 	AllocationMismatches int
 	AllocationErrors     int
+	// StartFailures counts jobs the platform could not start (recorded as rejected):
+	// `colo run` exits 1 when there are any.
+	StartFailures int
 	Warnings             []string
 }
 
@@ -512,6 +515,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		if err := r.pf.Start(*j.spec, cpus); err != nil {
 			r.dequeue(j)
 			j.state, j.reason = StateRejected, "start failed: "+err.Error()
+			r.res.StartFailures++
 			r.warnf("job %s: %s", j.spec.Name, j.reason)
 			r.recordJob(j)
 			continue

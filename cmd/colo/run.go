@@ -47,6 +47,9 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 			if interval < 0 {
 				return badInputf("--interval %v: must be ≥ 0", interval)
 			}
+			if noStore && out != "" {
+				return badInputf("--out %s and --no-store exclude each other", out)
+			}
 			if dbWait < 0 {
 				return badInputf("--db-wait %v: must be ≥ 0", dbWait)
 			}
@@ -70,9 +73,10 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 					return badInputf("--scheduler and --compare exclude each other")
 				}
 				for _, n := range strings.Split(compare, ",") {
-					if n = strings.TrimSpace(n); n != "" {
-						names = append(names, n)
+					if n = strings.TrimSpace(n); n == "" {
+						return badInputf("--compare %q: an empty scheduler name (write names separated by single commas)", compare)
 					}
+					names = append(names, n)
 				}
 			}
 			for _, n := range names {
@@ -127,9 +131,15 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 			if asJSON {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				err = enc.Encode(rep)
+			} else {
+				err = rep.WriteTable(c.OutOrStdout())
 			}
-			return rep.WriteTable(c.OutOrStdout())
+			if n := rep.StartFailures(); err == nil && n > 0 {
+				// a job that never ran is a failed run, whatever the summary says
+				return fmt.Errorf("%d job(s) could not be started (the warnings above say why)", n)
+			}
+			return err
 		},
 	}
 	fl := cmd.Flags()
