@@ -113,7 +113,11 @@ func (a *Agent) now() time.Duration { return time.Since(a.start) }
 func (a *Agent) note(level slog.Level, msg string, args ...any) {
 	a.o.Log.Log(context.Background(), level, msg, args...)
 	a.mu.Lock()
-	a.notes = append(a.notes, time.Now().UTC().Format(time.RFC3339)+" "+msg+" "+fmt.Sprint(args...))
+	line := time.Now().UTC().Format(time.RFC3339) + " " + msg
+	for i := 0; i+1 < len(args); i += 2 {
+		line += fmt.Sprintf(" %v=%q", args[i], fmt.Sprint(args[i+1]))
+	}
+	a.notes = append(a.notes, line)
 	if len(a.notes) > 50 {
 		a.notes = a.notes[len(a.notes)-50:]
 	}
