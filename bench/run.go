@@ -96,7 +96,7 @@ type Result struct {
 	// StartFailures counts jobs the platform could not start (recorded as rejected):
 	// `colo run` exits 1 when there are any.
 	StartFailures int
-	Warnings             []string
+	Warnings      []string
 }
 
 type runner struct {

@@ -150,7 +150,9 @@ func mustSub(t *testing.T, dir string) fs.FS {
 // failStart is a platform whose containers never start (a missing image, a bad command).
 type failStart struct{ *testsim }
 
-func (failStart) Start(bench.JobSpec, []int) error { return errors.New("container exited at once (exit code 127)") }
+func (failStart) Start(bench.JobSpec, []int) error {
+	return errors.New("container exited at once (exit code 127)")
+}
 
 func init() {
 	bench.RegisterPlatform("test-failstart", func(bm *bench.Benchmark) (bench.Platform, error) {
