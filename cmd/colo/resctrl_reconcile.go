@@ -32,6 +32,7 @@ for every mount and also removes a dead run's containers and network.`,
 			if err != nil {
 				return err
 			}
+			done = append([]journal.Undone{}, done...) // --json: [] rather than null
 			return out(cmd, done, func(w io.Writer) error {
 				if len(done) == 0 {
 					fmt.Fprintf(w, "no dead colo instance recorded for %s\n", r)
