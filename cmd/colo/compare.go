@@ -49,6 +49,7 @@ that one file configures every controller; plain keys go to every scheduler but 
 	}
 	cmd.Flags().StringVar(&f.schedulers, "schedulers", "shared,static-cat,dcat,lfoc+,vp", "comma-separated schedulers to compare (shared = least-loaded without RDT)")
 	cmd.Flags().StringVar(&f.format, "format", "table", "output format: table or json")
+	withRepeat(cmd, "compare") // --repeat N: intervals over seeds (repeat.go)
 	rootCmd.AddCommand(cmd)
 }
 

@@ -125,5 +125,6 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 	fl.StringVar(&platform, "platform", "", "run on this platform instead of the file's benchmark.platform: sim (simulated testbed) or linux (this host: Docker, perf, resctrl)")
 	fl.StringVar(&rcRoot, "resctrl-root", "", "resctrl mount for platform: linux (default /sys/fs/resctrl); ignored on sim")
 	fl.DurationVar(&dbWait, "db-wait", 10*time.Second, "with data.db: how long to wait at the end for InfluxDB to take the points still buffered (the rest is kept in the run directory)")
+	withRepeat(cmd, "run") // --repeat N: intervals over seeds (repeat.go)
 	rootCmd.AddCommand(cmd)
 }
