@@ -68,10 +68,15 @@ func runRepeat(c *cobra.Command, file, kind string, f repeatFlags) error {
 	metrics := bench.RunMetrics
 	asJSON := false
 	switch kind {
-	case "run":
-		if fl.Changed("out") {
-			return badInputf("--out: --repeat writes no run directory")
+	case "run", "compare":
+		for _, fn := range []string{"out", "interval"} {
+			if fl.Changed(fn) {
+				return badInputf("--%s: --repeat writes no run directory and prints no live metrics", fn)
+			}
 		}
+	}
+	switch kind {
+	case "run":
 		s, _ := fl.GetString("scheduler")
 		cmp, _ := fl.GetString("compare")
 		if s != "" && cmp != "" {
@@ -102,8 +107,9 @@ func runRepeat(c *cobra.Command, file, kind string, f repeatFlags) error {
 		}
 		one, metrics = bench.CompareReplica, bench.CompareMetrics
 		format, _ := fl.GetString("format")
-		if format != "table" && format != "json" {
-			return badInputf("--format %q: use table or json", format)
+		j, _ := fl.GetBool("json")
+		if format, err = outputFormat(j, format, "table", "json"); err != nil {
+			return badInput(err)
 		}
 		asJSON = format == "json"
 	}
