@@ -276,11 +276,11 @@ func RunReplica(b *Benchmark, names []string) (Replica, error) {
 	var r Replica
 	for _, s := range rep.Schedulers {
 		r.Schedulers = append(r.Schedulers, s.Name)
-		r.Values = append(r.Values, map[string]float64{
-			"priority_ipce": s.PriorityIPCE, "batch_ipce": s.BatchIPCE, "global_ipce": s.GlobalIPCE,
-			"global_ipce_core_weighted": s.GlobalIPCECoreWeighted,
-			"time_over_target": 100 * s.TimeOverTarget, "time_over_target_p90": 100 * s.TimeOverTargetP90,
-			"jobs_completed": float64(s.JobsCompleted), "queue_delay_mean": s.QueueDelayMean})
+		v := map[string]float64{"priority_ipce": s.PriorityIPCE, "batch_ipce": s.BatchIPCE, "global_ipce": s.GlobalIPCE}
+		v["global_ipce_core_weighted"] = s.GlobalIPCECoreWeighted
+		v["time_over_target"], v["time_over_target_p90"] = 100*s.TimeOverTarget, 100*s.TimeOverTargetP90
+		v["jobs_completed"], v["queue_delay_mean"] = float64(s.JobsCompleted), s.QueueDelayMean
+		r.Values = append(r.Values, v)
 	}
 	return r, nil
 }

@@ -13,8 +13,6 @@ var (
 	sleep2 = []float64{1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4}
 )
 
-
-
 func TestPairedTTestStudentSleep(t *testing.T) {
 	pt := PairedTTest(sleep1, sleep2)
 	if pt.N != 10 || pt.DF != 9 || !nearTol(pt.Mean, 1.58, 1e-12) || !nearTol(pt.T, 4.0621, 5e-5) || !nearTol(pt.P, 0.002833, 5e-7) ||
