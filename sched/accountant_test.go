@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"colo/cbm"
 )
 
 func icxAccountant(t *testing.T) *Accountant {
@@ -112,7 +114,7 @@ func TestConsolidateMovesNeverOverlap(t *testing.T) {
 				seen |= m
 			}
 		}
-		if LargestRun(a.FreeMask(0), 12) != a.FreeWays(0) {
+		if cbm.Mask(a.FreeMask(0)).LongestRun(12).Ones() != a.FreeWays(0) {
 			t.Fatalf("free ways not one run after consolidation: %#x", a.FreeMask(0))
 		}
 	}
