@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"colo/internal/progress"
 	"colo/predict"
 	"colo/predict/measure"
 
@@ -145,12 +146,18 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			w := cmd.OutOrStdout()
+			w = progress.Wrap(w) // the per-application lines come while the bar runs
+			bar := profileBar(!measure.Dir(f.dir).HasReporterCurve(), len(apps), !noScore)
+			defer bar.Done()
 			if !measure.Dir(f.dir).HasReporterCurve() {
+				bar.Describe("predict profile: train the reporter")
 				if err := trainReporter(ctx, f, r, dials, w); err != nil {
 					return err
 				}
+				bar.Add(1)
 			}
 			for _, a := range apps {
+				bar.Describe("predict profile: " + a.Name)
 				t0 := time.Now()
 				curve, err := measure.Sensitivity(ctx, r, measure.Dir(f.dir), a, dials)
 				if err := measureErr(err); err != nil {
@@ -161,10 +168,12 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 					fmt.Fprintf(w, " %v:%.3f", d, predict.NormalisedPerf(curve.Perf[0], curve.Perf[i]))
 				}
 				fmt.Fprintln(w)
+				bar.Add(1)
 			}
 			if noScore {
 				return nil
 			}
+			bar.Describe("predict profile: contentiousness")
 			if err := measureErr(measure.Contention(ctx, r, measure.Dir(f.dir), apps)); err != nil {
 				return err
 			}
@@ -176,6 +185,7 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 			if err := writeScores(f, ss); err != nil {
 				return err
 			}
+			bar.Done()
 			for _, s := range ss {
 				fmt.Fprintf(w, "%s: reporter %.6g → contentiousness %.4g MB (%s)%s\n", s.Competitor, s.Latency, s.MB, m, noteSuffix(s.Note))
 			}

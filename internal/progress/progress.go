@@ -27,6 +27,8 @@
 //   - A Start while another bar is running nests: the inner bar is drawn in the outer
 //     one's place with the outer label as prefix ("compare: dcat › simulate"), and the
 //     outer one comes back at its next Add after the inner Done.
+//   - Wrap(stdout) returns a writer that erases the bar before each write, for results
+//     printed while a bar runs on the same terminal.
 //   - Println writes one whole line (the `colo run --interval` metric lines) above the
 //     bar on a terminal and as plain text elsewhere; it writes even when bars are off.
 //
@@ -81,6 +83,17 @@ var def atomic.Pointer[Reporter]
 // throttle is the least time between two redraws (tests set 0 to see every Add).
 var throttle = 100 * time.Millisecond
 
+// SetThrottle sets the least time between two redraws and returns the previous one
+// (default 100 ms). Tests of commands set 0 so that a pseudo-terminal sees every state.
+func SetThrottle(d time.Duration) time.Duration {
+	old := throttle
+	throttle = d
+	return old
+}
+
+// Refresh is how often a running bar is drawn again without an Add.
+const Refresh = time.Second
+
 // SetDefault installs r as the Reporter of the package-level Start and Println (nil: none).
 func SetDefault(r *Reporter) { def.Store(r) }
 
@@ -109,6 +122,7 @@ type Bar struct {
 	pb    *progressbar.ProgressBar
 	label string
 	done  bool
+	stop  chan struct{} // closes the redrawing goroutine
 }
 
 // Start begins a bar of total units labelled label; nil when r draws nothing.
@@ -146,7 +160,28 @@ func (r *Reporter) Start(total int64, label string, opts ...Option) *Bar {
 		progressbar.OptionSetRenderBlankState(true),
 	)
 	r.stack = append(r.stack, b)
+	b.stop = make(chan struct{})
+	go b.redraw()
 	return b
+}
+
+// redraw draws the bar again every Refresh, so that the elapsed time and the time left
+// move during a long step without an Add (a 50 s profile of one application).
+func (b *Bar) redraw() {
+	t := time.NewTicker(Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.r.mu.Lock()
+			if !b.done && b.top() {
+				_ = b.pb.Add64(0)
+			}
+			b.r.mu.Unlock()
+		}
+	}
 }
 
 // Add adds n done units.
@@ -225,6 +260,7 @@ func (b *Bar) Done() {
 		return
 	}
 	b.done = true
+	close(b.stop)
 	_ = b.pb.Exit()
 	_ = b.pb.Clear()
 	for i, s := range b.r.stack {
@@ -252,4 +288,31 @@ func (r *Reporter) Println(a ...any) {
 	if top != nil {
 		_ = top.pb.RenderBlank()
 	}
+}
+
+// Wrap returns a writer for results printed while a bar runs (a command's stdout on the
+// same terminal): each Write first erases the bar, which comes back at its next update.
+// Without bars it returns w itself.
+func (r *Reporter) Wrap(w io.Writer) io.Writer {
+	if !r.Enabled() {
+		return w
+	}
+	return wrapped{r, w}
+}
+
+// Wrap wraps w on the default Reporter; see Reporter.Wrap.
+func Wrap(w io.Writer) io.Writer { return Default().Wrap(w) }
+
+type wrapped struct {
+	r *Reporter
+	w io.Writer
+}
+
+func (x wrapped) Write(p []byte) (int, error) {
+	x.r.mu.Lock()
+	defer x.r.mu.Unlock()
+	if n := len(x.r.stack); n > 0 {
+		_ = x.r.stack[n-1].pb.Clear()
+	}
+	return x.w.Write(p)
 }

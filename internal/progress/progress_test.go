@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 )
@@ -177,5 +178,15 @@ func TestForceDrawsOnAPipe(t *testing.T) {
 	b.Done()
 	if !strings.Contains(buf.String(), "(2/4") {
 		t.Errorf("Force did not draw on a buffer: %q", buf.String())
+	}
+}
+
+// SetThrottle is exported for the command line's tests: they run whole commands against a
+// pseudo-terminal and must see every state without waiting on the clock.
+func TestSetThrottle(t *testing.T) {
+	old := SetThrottle(5 * time.Second)
+	defer SetThrottle(old)
+	if old != 0 {
+		t.Fatalf("TestMain set 0, SetThrottle returned %v", old)
 	}
 }
