@@ -27,7 +27,7 @@ import (
 
 func init() {
 	bench.RegisterPlatform("sim", func(bm *bench.Benchmark) (bench.Platform, error) {
-		return New(bm.Machine, sim.Options{Seed: bm.Seed})
+		return New(bm.Machine, sim.Options{Seed: bm.Seed, Noise: bm.Noise})
 	})
 }
 
