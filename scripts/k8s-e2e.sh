@@ -15,6 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { echo "[k8s-e2e $(date -u +%H:%M:%S)] $*" >&2; }
 
+# k8s/ requires colo through a replace: a module the main module adds is fetched here even
+# before k8s/go.sum is refreshed.
+export GOFLAGS="${GOFLAGS:-} -mod=mod"
 t0=$(date +%s)
 bash scripts/k8s-build.sh >&2
 export COLO_K8S_BIN; COLO_K8S_BIN=$(bash scripts/k8s-build.sh --print-bin)
