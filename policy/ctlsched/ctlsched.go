@@ -95,16 +95,6 @@ func Cores(j sched.Job) int {
 	return j.Cores
 }
 
-// CopyFree copies the free cores of an observation, for a scheduler that places several
-// jobs in one tick and takes their cores off as it goes (Take).
-func CopyFree(free [][]int) [][]int {
-	out := make([][]int, len(free))
-	for i, f := range free {
-		out[i] = append([]int(nil), f...)
-	}
-	return out
-}
-
 // Sockets returns the sockets where job j fits now, the socket with the most free cores
 // first (ties: the lower socket).
 func Sockets(j sched.Job, free [][]int) []int {
@@ -118,26 +108,6 @@ func Sockets(j sched.Job, free [][]int) []int {
 	return order
 }
 
-// Take removes the cores job j will use from free[s]: its pinned cores, or the first
-// j.Cores free ones.
-func Take(j sched.Job, s int, free [][]int) {
-	if len(j.CPUs) == 0 {
-		free[s] = free[s][min(j.Cores, len(free[s])):]
-		return
-	}
-	pinned := map[int]bool{}
-	for _, c := range j.CPUs {
-		pinned[c] = true
-	}
-	keep := free[s][:0:0]
-	for _, f := range free[s] {
-		if !pinned[f] {
-			keep = append(keep, f)
-		}
-	}
-	free[s] = keep
-}
-
 // Place places the queue of obs FIFO: a job that can never run on m, or for which reject
 // gives a reason (reject may be nil), is rejected; every other job goes to the first socket
 // where it fits now (Sockets order) and admit (nil: admit all) accepts it, and its cores
@@ -146,7 +116,7 @@ func Take(j sched.Job, s int, free [][]int) {
 // admit records an accepted job in the caller's state.
 func Place(obs *sched.Observation, m *machine.Profile, d *sched.Decisions,
 	reject func(sched.Job) string, admit func(j sched.Job, socket int) error) (waiting *sched.Job, why error) {
-	free := CopyFree(obs.FreeCPUs)
+	free := sched.CopyFree(obs.FreeCPUs)
 	for _, j := range obs.Queue {
 		r := sched.NeverFits(j, m)
 		if r == "" && reject != nil {
@@ -166,7 +136,7 @@ func Place(obs *sched.Observation, m *machine.Profile, d *sched.Decisions,
 				}
 			}
 			d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: sock})
-			Take(j, sock, free)
+			sched.Take(j, sock, free)
 			placed = true
 			break
 		}

@@ -48,7 +48,7 @@ func TestNumbers(t *testing.T) {
 // Two jobs pinned to the same cores cannot both be placed in one tick; a job of n cores
 // takes n cores; sockets come most-free first.
 func TestPlacement(t *testing.T) {
-	free := CopyFree([][]int{{0, 1, 2, 3}, {4, 5, 6, 7, 8}})
+	free := sched.CopyFree([][]int{{0, 1, 2, 3}, {4, 5, 6, 7, 8}})
 	if s := Sockets(sched.Job{Cores: 2}, free); !reflect.DeepEqual(s, []int{1, 0}) {
 		t.Fatalf("order %v, want [1 0]", s)
 	}
@@ -56,14 +56,14 @@ func TestPlacement(t *testing.T) {
 	if s := Sockets(pinned, free); !reflect.DeepEqual(s, []int{0}) {
 		t.Fatalf("pinned order %v, want [0]", s)
 	}
-	Take(pinned, 0, free)
+	sched.Take(pinned, 0, free)
 	if !reflect.DeepEqual(free[0], []int{0, 1}) {
 		t.Fatalf("after the pinned job socket 0 has %v free, want [0 1]", free[0])
 	}
 	if s := Sockets(pinned, free); len(s) != 0 {
 		t.Fatalf("the same pinned cores fit again on %v", s)
 	}
-	Take(sched.Job{Cores: 3}, 1, free)
+	sched.Take(sched.Job{Cores: 3}, 1, free)
 	if !reflect.DeepEqual(free[1], []int{7, 8}) || Cores(pinned) != 2 {
 		t.Fatalf("socket 1 free %v", free[1])
 	}
