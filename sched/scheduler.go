@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"colo/machine"
 	"colo/metric"
 	"colo/probe"
@@ -230,6 +232,10 @@ type Config struct {
 	// Options holds implementation-specific keys (scheduler.options in YAML); a factory
 	// must reject keys it does not know.
 	Options map[string]any
+	// OptionsNode is scheduler.options as the benchmark file gives it (nil when Options
+	// was built in code): controllers decode it into typed options with file lines
+	// (policy/ctlsched.Decode).
+	OptionsNode *yaml.Node
 }
 
 // DefaultConfig is the thesis evaluation's scheduler configuration (seed000.md §2.3 [repo]):
