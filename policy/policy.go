@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+	"time"
 
 	"colo/machine"
 	"colo/perfmodel"
@@ -29,6 +30,9 @@ type Options struct {
 	Jobs int
 	// Progress, when set, is called by long searches with work done and total (any unit).
 	Progress func(done, total int64)
+	// TimeLimit, when positive, stops the exact clustering search after that long with its
+	// best solution so far and the proven optimality gap (Solution.Gap).
+	TimeLimit time.Duration
 }
 
 // DefaultOptions are the paper's thresholds (Table 1, LLCMPKC ≥ 10) and LFOC+ constants.
@@ -50,6 +54,10 @@ type Solution struct {
 	// Nodes is the number of candidate (partial) solutions a search explored; 1 for a
 	// heuristic.
 	Nodes int64
+	// Gap is the proven relative optimality gap of a search stopped by its time limit:
+	// (bound − incumbent)/incumbent for STP, (incumbent − bound)/incumbent for
+	// unfairness, over what the search did not finish; 0 when the solution is optimal.
+	Gap float64
 }
 
 // AppMasks returns the mask of every application (n applications).
