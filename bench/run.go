@@ -1,15 +1,15 @@
 package bench
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"sort"
 	"time"
 
 	"colo/machine"
 	"colo/metric"
-	"colo/probe"
 	"colo/sched"
 )
 
@@ -19,6 +19,20 @@ type Options struct {
 	Warn func(string)
 	// Recorder receives jobs, samples, allocations, events and probe segments.
 	Recorder Recorder
+	// Hooks watch the run as it goes (progress, interval metrics).
+	Hooks Hooks
+	// Ctx cancels the run (SIGINT/SIGTERM): the loop stops at its next step, running jobs
+	// are recorded as killed ("interrupted") and Run returns what it has with an error
+	// wrapping ErrInterrupted. nil: never cancelled.
+	Ctx context.Context
+}
+
+// ErrInterrupted is wrapped by the error of a run stopped through Options.Ctx.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted returns an error wrapping ErrInterrupted and ctx's cause.
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(ctx))
 }
 
 type rjob struct {
@@ -45,21 +59,6 @@ type rjob struct {
 	probes      int
 }
 
-type activeProbe struct {
-	req      sched.ProbeRequest
-	sweep    *probe.Sweep
-	combo    probe.Combo
-	mask     uint64
-	segStart time.Duration
-	segEnd   time.Duration
-	next     time.Duration
-	last     Counters
-	lastT    time.Duration
-	samples  []float64
-	ipcSum   float64
-	ipcN     int
-}
-
 // JobResult is one job's outcome.
 type JobResult struct {
 	ID             int
@@ -75,6 +74,7 @@ type JobResult struct {
 	TimeOverTarget float64 // fraction of its life with IPCE ≥ target (NaN without target)
 	Duration       time.Duration
 	Samples        int
+	Cores          int
 }
 
 // Result is one scheduler's run of a trace.
@@ -93,7 +93,10 @@ type Result struct {
 	// scheduler applied (a failed or lost allocation).
 	AllocationMismatches int
 	AllocationErrors     int
-	Warnings             []string
+	// StartFailures counts jobs the platform could not start (recorded as rejected):
+	// `colo run` exits 1 when there are any.
+	StartFailures int
+	Warnings      []string
 }
 
 type runner struct {
@@ -113,6 +116,8 @@ type runner struct {
 	defMask map[int]uint64
 	live    []*rjob // running jobs by ID
 	err     error
+	ctx     context.Context
+	obs     *observer
 }
 
 func (r *runner) fail(err error) {
@@ -157,7 +162,10 @@ func Run(bm *Benchmark, pf Platform, sch sched.Scheduler, opt Options) (*Result,
 		}
 	}
 	r := &runner{bm: bm, m: pf.Machine(), pf: pf, sch: sch, rec: opt.Recorder, warn: opt.Warn, byID: map[int]*rjob{},
-		busy: map[int]int{}, res: &Result{Scheduler: sch.Name()}, defMask: map[int]uint64{}}
+		busy: map[int]int{}, res: &Result{Scheduler: sch.Name()}, defMask: map[int]uint64{}, obs: newObserver(opt.Hooks, sch.Name()), ctx: opt.Ctx}
+	if r.ctx == nil {
+		r.ctx = context.Background()
+	}
 	if r.rec == nil {
 		r.rec = Discard{}
 	}
@@ -187,7 +195,12 @@ func (r *runner) loop() error {
 	nextArrival := 0
 	nextTick := time.Duration(0)
 	idleTicks := 0
+	stopped := false // cancelled through Options.Ctx
 	for r.err == nil {
+		if r.ctx.Err() != nil {
+			stopped = true
+			break
+		}
 		now := pf.Now()
 		if bm.MaxT > 0 && now >= bm.MaxT {
 			break
@@ -273,27 +286,39 @@ func (r *runner) loop() error {
 		if cur := pf.Now(); next <= cur { // starts and reads take platform time (linux)
 			next = cur + time.Millisecond
 		}
+		r.obs.step(r, now, false)
 		if err := pf.Advance(next); err != nil {
 			return fmt.Errorf("platform: %w", err)
 		}
 	}
 	end := pf.Now()
+	atEnd := "at max_t"
+	if stopped {
+		atEnd = "when the run was interrupted"
+	}
 	for _, j := range r.running() {
 		r.collect(j, end)
-		r.finish(j, StateKilled, "still running at max_t")
+		r.finish(j, StateKilled, "still running "+atEnd)
 	}
 	for _, j := range r.queue {
-		j.reason = "still queued at max_t"
+		j.reason = "still queued " + atEnd
 		r.recordJob(j)
 	}
 	for _, j := range r.jobs[nextArrival:] { // arrive at or after max_t: never admitted
 		j.state = StateNotStarted
 		j.reason = fmt.Sprintf("arrives at %v, not before max_t (%v)", j.spec.Arrival, bm.MaxT)
+		if stopped {
+			j.reason = fmt.Sprintf("arrives at %v, after the run was interrupted at %v", j.spec.Arrival, end)
+		}
 		r.recordJob(j)
 	}
 	r.res.Virtual = end
+	r.obs.step(r, end, true)
 	for _, j := range r.jobs {
 		r.res.Jobs = append(r.res.Jobs, j.result())
+	}
+	if stopped {
+		return interrupted(r.ctx)
 	}
 	return nil
 }
@@ -301,7 +326,7 @@ func (r *runner) loop() error {
 func (j *rjob) result() JobResult {
 	jr := JobResult{ID: j.spec.ID, Name: j.spec.Name, Priority: j.spec.Priority, Target: j.spec.IPCETarget,
 		State: j.state, Reason: j.reason, Arrival: j.spec.Arrival, Start: j.start, Stop: j.stop,
-		IPCE: math.NaN(), TimeOverTarget: math.NaN()}
+		IPCE: math.NaN(), TimeOverTarget: math.NaN(), Cores: j.spec.Cores}
 	if len(j.series) > 0 {
 		s := append(j.series, metric.Sample{T: j.lastT.Seconds(), Value: math.NaN()})
 		jr.IPCE = metric.TimeWeightedMean(s)
@@ -365,6 +390,7 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 	// the low IPCE of an ascending sweep against the job too, seed000.md §4.4)
 	j.series = append(j.series, metric.Sample{T: j.lastT.Seconds(), Value: ipce})
 	j.lastSamp = &d
+	r.obs.sample(d, memTotal)
 	r.res.Samples++
 	if j.spec.Data.Perf {
 		r.fail(r.rec.Sample(SampleRecord{Job: j.spec.ID, T: now, Interval: d.Interval, Socket: j.socket,
@@ -489,6 +515,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		if err := r.pf.Start(*j.spec, cpus); err != nil {
 			r.dequeue(j)
 			j.state, j.reason = StateRejected, "start failed: "+err.Error()
+			r.res.StartFailures++
 			r.warnf("job %s: %s", j.spec.Name, j.reason)
 			r.recordJob(j)
 			continue
@@ -574,36 +601,6 @@ func (r *runner) schedule(now time.Duration) bool {
 		r.startProbe(pr, now)
 	}
 	return placed
-}
-
-// setAlloc applies mask/mba to j through resctrl (mask 0: back to system/default) and
-// records the change in the allocation timeline.
-func (r *runner) setAlloc(j *rjob, mask uint64, mba int) error {
-	if err := r.pf.SetAllocation(j.spec.ID, j.socket, mask, mba); err != nil {
-		return err
-	}
-	r.applied(j, mask, mba)
-	return nil
-}
-
-// applied notes that j's class of service (CLOS "job-ID" on its socket) now holds
-// mask/mba and records every change, so that the allocation timeline is exact: a probe
-// segment's sub-mask, a consolidation move, and the removal of the class (mask 0, MBA
-// NaN, no members — store.Allocation) when the job leaves it, stops or migrates.
-func (r *runner) applied(j *rjob, mask uint64, mba int) {
-	if mask == 0 {
-		mba = 0
-	}
-	if mask == j.appliedMask && mba == j.appliedMBA {
-		return
-	}
-	rec := AllocationRecord{T: r.pf.Now(), Socket: j.socket, CLOS: fmt.Sprintf("job-%d", j.spec.ID), Mask: mask,
-		MBA: float64(mba), Members: []int{j.spec.ID}, Source: "sched"}
-	if mask == 0 {
-		rec.MBA, rec.Members = math.NaN(), []int{}
-	}
-	r.fail(r.rec.Allocation(rec))
-	j.appliedMask, j.appliedMBA = mask, mba
 }
 
 // moveReq is a migration (CPUs nil: the run loop picks cores) or a re-pin (exact CPUs).
@@ -704,232 +701,4 @@ func (r *runner) pickCPUs(j *rjob, socket int) ([]int, bool) {
 		return nil, false
 	}
 	return append([]int(nil), free[socket][:j.spec.Cores]...), true
-}
-
-// applyAllocations applies the tick's allocations: system/default first gives up the ways
-// about to become exclusive, then the groups change in order, then system/default takes
-// every way no group holds (or the scheduler's explicit DefaultMask).
-func (r *runner) applyAllocations(d sched.Decisions) {
-	if len(d.Allocate) == 0 && len(d.DefaultMask) == 0 {
-		return
-	}
-	target := map[int]uint64{}
-	for _, a := range d.Allocate {
-		if j := r.byID[a.Job]; j != nil && j.state == StateRunning {
-			target[a.Job] = a.Mask
-		}
-	}
-	newDef := r.defaults(target, d.DefaultMask)
-	for _, s := range sortedKeys(newDef) {
-		m := newDef[s]
-		// shrink first to the part it keeps; when the old and new runs are disjoint
-		// (system/default moves to another stretch of free ways) go there directly
-		if inter := r.defMask[s] & m; inter == 0 {
-			r.setDefault(s, m)
-		} else if inter != r.defMask[s] {
-			r.setDefault(s, inter)
-		}
-	}
-	for _, a := range d.Allocate {
-		j := r.byID[a.Job]
-		if j == nil || j.state != StateRunning {
-			continue
-		}
-		if j.probe != nil && a.Reason != "probe-buffer" {
-			if a.Mask != 0 && bits.OnesCount64(a.Mask) == bits.OnesCount64(j.probe.req.Buffer) {
-				// consolidation moved the probe's buffer: follow it and restart the
-				// current segment (the job lost its cached lines)
-				j.probe.req.Buffer = a.Mask
-				j.reserved, j.mba = a.Mask, a.MBA
-				r.beginSegment(j, r.pf.Now())
-				r.event("probe-moved", a.Job, fmt.Sprintf("%s: buffer now %#x", a.Reason, a.Mask))
-				continue
-			}
-			j.probe.sweep.Fail("allocation changed during the probe (" + a.Reason + ")")
-			r.endProbe(j)
-		}
-		if err := r.setAlloc(j, a.Mask, a.MBA); err != nil {
-			r.res.AllocationErrors++
-			r.warnf("job %s: allocation %#x/%d%% failed: %v; it stays in system/default", j.spec.Name, a.Mask, a.MBA, err)
-			r.event("allocation-failed", a.Job, err.Error())
-			r.setAlloc(j, 0, 0)
-			j.reserved, j.mba = 0, 0
-			continue
-		}
-		j.reserved, j.mba = a.Mask, a.MBA
-		r.event("allocate", a.Job, fmt.Sprintf("%s: %#x + %d%% MBA on socket %d", a.Reason, a.Mask, a.MBA, j.socket))
-	}
-	r.updateDefaults(d.DefaultMask)
-}
-
-func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[int]uint64 {
-	m := r.m
-	out := map[int]uint64{}
-	for s := 0; s < m.Sockets; s++ {
-		out[s] = m.FullMask()
-	}
-	for _, j := range r.live {
-		mask := j.reserved
-		if o, ok := override[j.spec.ID]; ok {
-			mask = o
-		}
-		if j.socket >= 0 {
-			out[j.socket] &^= mask
-		}
-	}
-	if !m.CAT.SparseMasks {
-		// A CPU without sparse-mask support (Intel) accepts only contiguous masks:
-		// system/default gets the longest contiguous stretch of ways no group holds
-		// (ties: the highest; the reserve at the top ways guarantees one exists); free
-		// ways outside it are lost to outer fragmentation until a consolidation
-		// (seed000.md §6 item 5).
-		for s, v := range out {
-			out[s] = sched.LongestRun(v, m.LLC.Ways)
-		}
-	}
-	for s, v := range explicit {
-		out[s] = v
-	}
-	return out
-}
-
-func (r *runner) updateDefaults(explicit map[int]uint64) {
-	def := r.defaults(nil, explicit)
-	for _, s := range sortedKeys(def) {
-		if m := def[s]; m != r.defMask[s] {
-			r.setDefault(s, m)
-		}
-	}
-}
-
-func (r *runner) setDefault(s int, m uint64) {
-	if m == 0 {
-		r.warnf("system/default would lose every way on socket %d; keeping %#x", s, r.defMask[s])
-		return
-	}
-	if err := r.pf.SetDefaultMask(s, m); err != nil {
-		r.res.AllocationErrors++
-		r.warnf("system/default mask %#x on socket %d: %v", m, s, err)
-		return
-	}
-	r.defMask[s] = m
-	r.fail(r.rec.Allocation(AllocationRecord{T: r.pf.Now(), Socket: s, CLOS: "system/default", Mask: m, MBA: 100, Source: "sched"}))
-}
-
-// startProbe begins an allocation probe inside the reserved buffer.
-func (r *runner) startProbe(req sched.ProbeRequest, now time.Duration) {
-	j := r.byID[req.Job]
-	if j == nil || j.state != StateRunning {
-		r.results = append(r.results, sched.ProbeResult{Job: req.Job, Result: probe.Result{Err: "job is not running"}})
-		return
-	}
-	r.res.Probes++
-	if j.probes++; j.probes > 1 {
-		r.res.Reprobes++
-	}
-	p := &activeProbe{req: req, sweep: probe.NewSweep(req.Config, j.spec.IPCETarget)}
-	j.probe = p
-	r.event("probe-start", j.spec.ID, fmt.Sprintf("buffer %#x up to %d%% MBA on socket %d", req.Buffer, req.MaxMBA, req.Socket))
-	if j.reserved != req.Buffer || req.Socket != j.socket {
-		p.sweep.Fail(fmt.Sprintf("its probe buffer %#x on socket %d was not applied", req.Buffer, req.Socket))
-		r.endProbe(j)
-		return
-	}
-	r.beginSegment(j, now)
-}
-
-func (r *runner) beginSegment(j *rjob, now time.Duration) {
-	p := j.probe
-	c, ok := p.sweep.Current()
-	if !ok {
-		r.endProbe(j)
-		return
-	}
-	mask, err := sched.LowestWays(p.req.Buffer, c.Ways)
-	if err == nil && c.MBA > p.req.MaxMBA {
-		err = fmt.Errorf("%d%% MBA exceeds the probe's %d%%", c.MBA, p.req.MaxMBA)
-	}
-	if err == nil {
-		err = r.setAlloc(j, mask, c.MBA)
-	}
-	if err != nil {
-		p.sweep.Fail(fmt.Sprintf("enforcing %d ways/%d%% MBA: %v", c.Ways, c.MBA, err))
-		r.endProbe(j)
-		return
-	}
-	cnt, err := r.pf.Read(j.spec.ID)
-	if err != nil {
-		p.sweep.Fail("reading counters: " + err.Error())
-		r.endProbe(j)
-		return
-	}
-	now = max(now, r.pf.Now()) // the segment starts once its allocation is in place
-	p.combo, p.mask = c, mask
-	p.segStart, p.segEnd = now, now+p.req.Config.SegmentTime()
-	p.next = now + p.req.Config.Frequency
-	p.last, p.lastT = cnt, now
-	p.samples, p.ipcSum, p.ipcN = p.samples[:0], 0, 0
-}
-
-// stepProbe takes the probe's 50 ms samples and closes segments.
-func (r *runner) stepProbe(j *rjob, now time.Duration) {
-	p := j.probe
-	if p.next <= now && now > p.lastT {
-		c, err := r.pf.Read(j.spec.ID)
-		if err == nil {
-			p.samples = append(p.samples, metric.IPCE(c.StallsTotal-p.last.StallsTotal, c.Cycles-p.last.Cycles))
-			if ipc := metric.IPC(c.Instructions-p.last.Instructions, c.Cycles-p.last.Cycles); !math.IsNaN(ipc) {
-				p.ipcSum += ipc
-				p.ipcN++
-			}
-			p.last, p.lastT = c, max(now, r.pf.Now()) // timestamped when read
-		}
-		for p.next <= now {
-			p.next += p.req.Config.Frequency
-		}
-	}
-	if p.segEnd <= now {
-		p.sweep.Finish(p.samples)
-		seg := ProbeRecord{Job: j.spec.ID, Start: p.segStart, End: now, Kind: "allocation", Socket: j.socket,
-			Ways: p.combo.Ways, Mask: p.mask, MBA: float64(p.combo.MBA), IPC: math.NaN(),
-			IPCE: probe.TrimmedMean(p.samples, p.req.Config.DropOutliers), Result: "measured"}
-		if p.ipcN > 0 {
-			seg.IPC = p.ipcSum / float64(p.ipcN)
-		}
-		if p.sweep.Done() {
-			seg.Result = "break"
-		}
-		r.fail(r.rec.Probe(seg))
-		if p.sweep.Done() {
-			r.endProbe(j)
-		} else {
-			r.beginSegment(j, now)
-		}
-	}
-}
-
-func (r *runner) endProbe(j *rjob) {
-	p := j.probe
-	j.probe = nil
-	if !p.sweep.Done() {
-		p.sweep.Fail("ended early")
-	}
-	res := p.sweep.Result(bits.OnesCount64(p.req.Buffer), p.req.MaxMBA)
-	if res.Err != "" {
-		r.res.ProbesFailed++
-		r.event("probe-failed", j.spec.ID, res.Err)
-	} else {
-		r.event("probe-result", j.spec.ID, fmt.Sprintf("%d ways %d%% MBA, IPCE %.1f%% (threshold %.1f%%, met %v)", res.Ways, res.MBA, 100*res.IPCE, 100*res.Target, res.Met))
-	}
-	r.results = append(r.results, sched.ProbeResult{Job: j.spec.ID, Result: res})
-}
-
-// sortedKeys is a helper for deterministic iteration.
-func sortedKeys(m map[int]uint64) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }

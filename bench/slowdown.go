@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -83,6 +84,18 @@ func (r *ipcRecorder) Event(e EventRecord) error {
 // platform's machine. Scheduler options the scheduler rejects are a bad-input
 // *Error naming bm's file.
 func RunScheduler(bm *Benchmark, name string, rec Recorder) (*Result, error) {
+	return RunSchedulerHooks(bm, name, rec, Hooks{})
+}
+
+// RunSchedulerHooks is RunScheduler with hooks watching the run, labelled name (so "shared",
+// not its least-loaded implementation).
+func RunSchedulerHooks(bm *Benchmark, name string, rec Recorder, h Hooks) (*Result, error) {
+	return runScheduler(context.Background(), bm, name, rec, h)
+}
+
+// runScheduler is RunSchedulerHooks cancelled through ctx (Options.Ctx).
+func runScheduler(ctx context.Context, bm *Benchmark, name string, rec Recorder, h Hooks) (*Result, error) {
+	h = h.labelled(name)
 	b := *bm
 	b.Data.Perf = true
 	impl := name
@@ -103,12 +116,31 @@ func RunScheduler(bm *Benchmark, name string, rec Recorder) (*Result, error) {
 	if err != nil {
 		return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 	}
-	return Run(&b, pf, s, Options{Recorder: rec})
+	return Run(&b, pf, s, Options{Recorder: rec, Hooks: h, Ctx: ctx})
 }
 
 // Comparer compares schedulers by the jobs' slowdowns; it remembers each job's run-alone
 // IPC (by workload, image, cores, CPUs and length) across the schedulers it runs.
-type Comparer struct{ alone map[string]float64 }
+type Comparer struct {
+	alone map[string]float64
+	// Hooks watch every run: the schedulers' (labelled by name) and the run-alone ones
+	// (labelled "alone JOB").
+	Hooks Hooks
+	// Record, when set, returns the recorder of one scheduler's run (a run directory) and
+	// the function called with its result and outcome once they are known (run-alone runs
+	// are not recorded).
+	Record func(scheduler string) (Recorder, func(*Result, SchedulerOutcome) error, error)
+	// Ctx cancels the runs (SIGINT/SIGTERM): an interrupted run's error wraps
+	// ErrInterrupted. nil: never cancelled.
+	Ctx context.Context
+}
+
+func (c *Comparer) ctx() context.Context {
+	if c.Ctx == nil {
+		return context.Background()
+	}
+	return c.Ctx
+}
 
 // NewComparer returns a Comparer with no run-alone IPCs yet.
 func NewComparer() *Comparer { return &Comparer{alone: map[string]float64{}} }
@@ -149,7 +181,7 @@ func (c *Comparer) aloneIPC(bm *Benchmark, j JobSpec) (float64, error) {
 	b.Jobs = []JobSpec{solo}
 	b.MaxT = solo.Length + time.Second
 	rec := newIPCRecorder()
-	if _, err := RunScheduler(&b, Shared, rec); err != nil {
+	if _, err := runScheduler(c.ctx(), &b, Shared, rec, c.Hooks.labelled("alone "+j.Name)); err != nil {
 		return 0, err
 	}
 	v := metric.IPC(rec.instr[solo.ID], rec.cycles[solo.ID])
@@ -162,10 +194,22 @@ func (c *Comparer) aloneIPC(bm *Benchmark, j JobSpec) (float64, error) {
 // the jobs that ran, the reconfigurations and the ways consolidation moved.
 func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, error) {
 	rec := newIPCRecorder()
-	res, err := RunScheduler(bm, name, rec)
+	var (
+		into   Recorder = rec
+		finish          = func(*Result, SchedulerOutcome) error { return nil }
+	)
+	if c.Record != nil {
+		out, f, err := c.Record(name)
+		if err != nil {
+			return SchedulerOutcome{}, err
+		}
+		into, finish = tee{rec, out}, f
+	}
+	res, err := runScheduler(c.ctx(), bm, name, into, c.Hooks)
 	if err != nil {
 		return SchedulerOutcome{}, err
 	}
+
 	row := SchedulerOutcome{Name: name, Reconfigurations: rec.reconfig, MovedWays: res.ConsolidatedWays,
 		VirtualSeconds: res.Virtual.Seconds()}
 	if row.VirtualSeconds > 0 {
@@ -203,5 +247,5 @@ func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, erro
 	for _, s := range slow {
 		row.WorstSlowdown = math.Max(row.WorstSlowdown, s)
 	}
-	return row, nil
+	return row, finish(res, row)
 }

@@ -77,6 +77,29 @@ func Mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
+// AggregateIPCE is the IPCE of a set of jobs taken from their summed counters, eq. 3.4 of
+// the thesis (seed000.md §3) applied to the sums:
+//
+//	IPCE_agg = 1 − Σ_i stalls_i / Σ_i cycles_i = Σ_i cycles_i·IPCE_i / Σ_i cycles_i,
+//
+// i.e. each job weighs by the cycles it ran (cores × time for a busy job). NaN when there
+// are no cycles. The thesis's "global IPCE" is consistent with this weighting and not with
+// one vote per job (docs/thesis.md).
+func AggregateIPCE(ipce, cycles []float64) float64 {
+	s, w := 0.0, 0.0
+	for i, x := range ipce {
+		if math.IsNaN(x) || cycles[i] <= 0 {
+			continue
+		}
+		s += cycles[i] * x
+		w += cycles[i]
+	}
+	if w == 0 {
+		return math.NaN()
+	}
+	return s / w
+}
+
 // ANTT is the average normalised turnaround time, ANTT = (1/n) Σ_i S_i (MODEL.md §5). Lower is better.
 func ANTT(slowdowns []float64) float64 { return Mean(slowdowns) }
 

@@ -2,6 +2,8 @@ package predict
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,7 @@ const (
 	ContentionFile  = "contentiousness.csv"        // name avg rand stream (header " avg rand stream")
 	ScoresFile      = "contentiousness_scores.csv" // name score_mb (no header)
 	ValidatedFile   = "validated.csv"              // name1 name2 expected1 expected2 actual1 actual2
+	ValidatedJSON   = "validated.json"             // older archives: [[{name, perf, actual}, {…}], …]
 	SensitivityDir  = "sensitivity"                // <name with . → _>_data.csv: footprint_mb perf
 	PredictionsFile = "predictions.json"           // colo's own: method, scores, predictions
 	curveSuffix     = "_data.csv"
@@ -54,9 +57,11 @@ func readTable(r io.Reader, file string) (*table, error) {
 	var headerLine []string
 	first := true
 	ln := 0
+	indented := false // first line starts with a separator: a table written with its index
 	for sc.Scan() {
 		ln++
-		f := strings.Fields(sc.Text())
+		text := sc.Text()
+		f := strings.Fields(text)
 		if len(f) == 0 {
 			continue
 		}
@@ -75,6 +80,7 @@ func readTable(r io.Reader, file string) (*table, error) {
 				headerLine = f
 				continue
 			}
+			indented = text[0] == ' ' || text[0] == '\t'
 		}
 		t.rows = append(t.rows, row{ln, f})
 	}
@@ -83,6 +89,14 @@ func readTable(r io.Reader, file string) (*table, error) {
 	}
 	if len(t.rows) == 0 {
 		return nil, fmt.Errorf("%s: no data rows", file)
+	}
+	// A one-column table written with its index (pandas' to_csv with a space separator)
+	// starts with a line such as " 0": a separator, then the column labels, which may be
+	// numbers. Data rows never start with a separator. Such a first line with one field
+	// fewer than the next row is the header, its first (index) column unnamed.
+	if indented && len(t.rows) > 1 && len(t.rows[0].fields) == len(t.rows[1].fields)-1 {
+		headerLine = t.rows[0].fields
+		t.rows = t.rows[1:]
 	}
 	n := len(t.rows[0].fields)
 	for _, r := range t.rows {
@@ -118,6 +132,44 @@ func (t *table) col(name string, def int) (int, error) {
 	return 0, fmt.Errorf("%s:1: no column %q in header %q", t.file, name, strings.Join(t.header, " "))
 }
 
+// measure picks the measurement column among the value columns (all but the first, which
+// holds the dial or the name). The first of prefer that the header names wins ("avg" for
+// reporter latencies, the thesis's Type-3 score; "perf" for sensitivity curves). A file
+// with a single value column uses it whatever its label (" 0", "perf"). A header naming
+// several value columns but none of prefer is ambiguous: an error. Without a header,
+// column 2 is used (where the thesis's files keep avg or perf). The returned note says
+// which column was used when the file has several value columns, "" otherwise.
+func (t *table) measure(prefer ...string) (int, string, error) {
+	n := len(t.rows[0].fields)
+	if n < 2 {
+		return 0, "", fmt.Errorf("%s:%d: want a dial or name and a measurement", t.file, t.rows[0].line)
+	}
+	several := n > 2
+	if t.header == nil {
+		note := ""
+		if several {
+			note = fmt.Sprintf("column 2 of %d (no header; columns 3–%d not used)", n, n)
+		}
+		return 1, note, nil
+	}
+	names := strings.Join(t.header[1:], " ")
+	for _, p := range prefer {
+		for i := 1; i < n; i++ {
+			if t.header[i] == p {
+				note := ""
+				if several {
+					note = fmt.Sprintf("%s (column %d; value columns: %s)", p, i+1, names)
+				}
+				return i, note, nil
+			}
+		}
+	}
+	if !several {
+		return 1, "", nil
+	}
+	return 0, "", fmt.Errorf("%s:1: no column %q among the value columns %q; several value columns and none is the measurement", t.file, strings.Join(prefer, `" or "`), names)
+}
+
 // num parses field i of r as a finite number.
 func (t *table) num(r row, i int, what string) (float64, error) {
 	v, err := strconv.ParseFloat(r.fields[i], 64)
@@ -133,19 +185,45 @@ func (t *table) num(r row, i int, what string) (float64, error) {
 // Every data row becomes a point or an error naming file and line: no point is dropped.
 // Dials must be ≥ 0 and distinct; performance values must be > 0.
 func ParseCurve(r io.Reader, file, name, column string) (Curve, error) {
+	c, _, err := ParseCurveColumn(r, file, name, column)
+	return c, err
+}
+
+// ParseCurveColumn is ParseCurve that also returns which column was used as the
+// measurement when the file has several value columns ("" when it has one); see
+// table.measure for the rules.
+func ParseCurveColumn(r io.Reader, file, name, column string) (Curve, string, error) {
 	t, err := readTable(r, file)
 	if err != nil {
-		return Curve{}, err
+		return Curve{}, "", err
 	}
 	if len(t.rows[0].fields) < 2 {
-		return Curve{}, fmt.Errorf("%s:%d: a curve row needs a dial and a performance value", file, t.rows[0].line)
+		return Curve{}, "", fmt.Errorf("%s:%d: a curve row needs a dial and a performance value", file, t.rows[0].line)
 	}
-	pc, err := t.col(column, 1)
+	pc, note, err := t.measure(column)
 	if err != nil {
-		return Curve{}, err
+		return Curve{}, "", err
 	}
+	c, err := curveRows(t, name, pc)
+	return c, note, err
+}
+
+// Dial bounds, checked when a curve is read: at most MaxDials points, each dial 0 or in
+// [MinDial, MaxDial] MB (a bubble smaller than a kilobyte or larger than a terabyte is
+// not a measurement).
+const (
+	MaxDials = 10000
+	MinDial  = 1e-3
+	MaxDial  = 1e6
+)
+
+func curveRows(t *table, name string, pc int) (Curve, error) {
+	file := t.file
 	c := Curve{Name: name, File: file}
 	seen := map[float64]int{}
+	if len(t.rows) > MaxDials {
+		return Curve{}, fmt.Errorf("%s:%d: %d dial rows: at most %d", file, t.rows[MaxDials].line, len(t.rows), MaxDials)
+	}
 	for _, r := range t.rows {
 		d, err := t.num(r, 0, "dial")
 		if err != nil {
@@ -153,6 +231,9 @@ func ParseCurve(r io.Reader, file, name, column string) (Curve, error) {
 		}
 		if d < 0 {
 			return Curve{}, fmt.Errorf("%s:%d: dial %v MB is negative", file, r.line, d)
+		}
+		if d != 0 && (d < MinDial || d > MaxDial) {
+			return Curve{}, fmt.Errorf("%s:%d: dial %v MB is out of range: 0 or %g to %g MB", file, r.line, d, MinDial, MaxDial)
 		}
 		if prev, ok := seen[d]; ok {
 			return Curve{}, fmt.Errorf("%s:%d: dial %v MB appears twice (also line %d); keep one measurement per dial", file, r.line, d, prev)
@@ -203,6 +284,12 @@ type Dataset struct {
 	Validated   []Validated
 	HasRecorded bool
 	Warnings    []string
+	// Columns names, per file with several value columns, the one used as the
+	// measurement (reporter_sensitivity.csv → "avg (column 2; value columns: avg rand
+	// stream)"). Files with a single value column are not listed.
+	Columns map[string]string
+	// ValidatedPath is the file the measured co-runs came from (validated.csv or .json).
+	ValidatedPath string
 }
 
 // Names returns the application names that have sensitivity curves, sorted.
@@ -239,11 +326,13 @@ func LoadDir(fsys fs.FS, dir, source string) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: a Bubble-Up data directory needs %s (dial avg rand stream) and %s/*%s", source, errors.Unwrap(err), ReporterFile, SensitivityDir, curveSuffix)
 	}
-	d.Reporter, err = ParseCurve(f, file, "reporter", "avg")
+	var note string
+	d.Reporter, note, err = ParseCurveColumn(f, file, "reporter", "avg")
 	f.Close()
 	if err != nil {
 		return nil, err
 	}
+	d.column(file, note)
 	if gaps := d.Reporter.Gaps(); len(gaps) > 0 {
 		return nil, fmt.Errorf("%s: dial points missing from an evenly spaced grid: %v MB; measure them (colo predict train-reporter --dials ...)", file, gaps)
 	}
@@ -253,11 +342,12 @@ func LoadDir(fsys fs.FS, dir, source string) (*Dataset, error) {
 	// Names known from the other files map file stems back to names with dots.
 	known := map[string]string{}
 	if f, file, err := open(ContentionFile); err == nil {
-		d.Contention, err = parseContention(f, file)
+		d.Contention, note, err = parseContention(f, file)
 		f.Close()
 		if err != nil {
 			return nil, err
 		}
+		d.column(file, note)
 		for _, m := range d.Contention {
 			known[strings.ReplaceAll(m.Name, ".", "_")] = m.Name
 		}
@@ -273,8 +363,15 @@ func LoadDir(fsys fs.FS, dir, source string) (*Dataset, error) {
 			known[strings.ReplaceAll(n, ".", "_")] = n
 		}
 	}
-	if f, file, err := open(ValidatedFile); err == nil {
-		d.Validated, err = parseValidated(f, file)
+	f, file, err = open(ValidatedFile)
+	parse := parseValidated
+	if err != nil {
+		f, file, err = open(ValidatedJSON)
+		parse = parseValidatedJSON
+	}
+	if err == nil {
+		d.Validated, err = parse(f, file)
+		d.ValidatedPath = file
 		f.Close()
 		if err != nil {
 			return nil, err
@@ -284,6 +381,11 @@ func LoadDir(fsys fs.FS, dir, source string) (*Dataset, error) {
 			known[strings.ReplaceAll(v.Name2, ".", "_")] = v.Name2
 		}
 	}
+	// The sweep of a sensitivity curve may stop below the reporter's last dial (an archive
+	// whose reporter was trained one step further): those reporter points cannot score a
+	// competitor (no curve value there), so scoring uses the common range, said in a warning.
+	var curvesTop float64
+	var topFile string
 	entries, err := fs.ReadDir(fsys, path.Join(dir, SensitivityDir))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: a Bubble-Up data directory needs %s/<name>%s files", path.Join(source, SensitivityDir), errors.Unwrap(err), SensitivityDir, curveSuffix)
@@ -304,13 +406,18 @@ func LoadDir(fsys fs.FS, dir, source string) (*Dataset, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := ParseCurve(f, file, name, "perf")
+		c, note, err := ParseCurveColumn(f, file, name, "perf")
 		f.Close()
 		if err != nil {
 			return nil, err
 		}
-		if missing := c.MissingDials(d.Reporter.Dials); len(missing) > 0 {
+		d.column(file, note)
+		top := c.Dials[len(c.Dials)-1]
+		if missing := c.MissingDials(d.Reporter.Dials); len(missing) > 0 && missing[0] < top {
 			return nil, fmt.Errorf("%s: dial points %v MB are missing (the reporter curve has them); re-run colo predict profile for %s", file, missing, name)
+		}
+		if len(d.Curves) == 0 || top < curvesTop {
+			curvesTop, topFile = top, file
 		}
 		if extra := c.ExtraDials(d.Reporter.Dials); len(extra) > 0 {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: dial points %v MB are not on the reporter's grid; nearest-neighbour scoring never selects them, interpolation uses them", file, extra))
@@ -320,39 +427,56 @@ func LoadDir(fsys fs.FS, dir, source string) (*Dataset, error) {
 	if len(d.Curves) == 0 {
 		return nil, fmt.Errorf("%s: no sensitivity curves (%s/<name>%s)", source, SensitivityDir, curveSuffix)
 	}
+	if r := d.Reporter; r.Dials[len(r.Dials)-1] > curvesTop {
+		k := sort.SearchFloat64s(r.Dials, curvesTop+1e-9)
+		d.Warnings = append(d.Warnings, fmt.Sprintf("%s: reporter dial points %v MB lie beyond the sensitivity sweep (%s stops at %v MB); scoring uses the reporter's 0–%v MB points only",
+			r.File, r.Dials[k:], topFile, curvesTop, curvesTop))
+		d.Reporter.Dials, d.Reporter.Perf = r.Dials[:k:k], r.Perf[:k:k]
+	}
 	return d, nil
 }
 
-func parseContention(r io.Reader, file string) ([]Measurement, error) {
+// column records the measurement column of a file with several value columns.
+func (d *Dataset) column(file, note string) {
+	if note == "" {
+		return
+	}
+	if d.Columns == nil {
+		d.Columns = map[string]string{}
+	}
+	d.Columns[file] = note
+}
+
+func parseContention(r io.Reader, file string) ([]Measurement, string, error) {
 	t, err := readTable(r, file)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	ac, err := t.col("avg", 1)
+	ac, note, err := t.measure("avg")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var out []Measurement
 	seen := map[string]int{}
 	for _, r := range t.rows {
 		if ac >= len(r.fields) || len(r.fields) < 2 {
-			return nil, fmt.Errorf("%s:%d: want a name and a reporter latency", file, r.line)
+			return nil, "", fmt.Errorf("%s:%d: want a name and a reporter latency", file, r.line)
 		}
 		v, err := t.num(r, ac, "reporter latency")
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if v <= 0 {
-			return nil, fmt.Errorf("%s:%d: reporter latency %v must be > 0", file, r.line, v)
+			return nil, "", fmt.Errorf("%s:%d: reporter latency %v must be > 0", file, r.line, v)
 		}
 		n := r.fields[0]
 		if prev, ok := seen[n]; ok {
-			return nil, fmt.Errorf("%s:%d: competitor %s appears twice (also line %d)", file, r.line, n, prev)
+			return nil, "", fmt.Errorf("%s:%d: competitor %s appears twice (also line %d)", file, r.line, n, prev)
 		}
 		seen[n] = r.line
 		out = append(out, Measurement{Name: n, Latency: v, File: file, Line: r.line})
 	}
-	return out, nil
+	return out, note, nil
 }
 
 func parseScores(r io.Reader, file string) (map[string]float64, error) {
@@ -413,6 +537,59 @@ func parseValidated(r io.Reader, file string) ([]Validated, error) {
 			return nil, fmt.Errorf("%s:%d: %s paired with itself", file, r.line, v.Name1)
 		}
 		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseValidatedJSON reads the older archives' validated.json: a list of pairs, each two
+// objects {"name", "perf", "actual"}, where perf is the prediction for name with the other
+// as competitor and actual the measured normalised performance. Line is the line where
+// the pair starts.
+func parseValidatedJSON(r io.Reader, file string) ([]Validated, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	type side struct {
+		Name   string   `json:"name"`
+		Perf   *float64 `json:"perf"`
+		Actual *float64 `json:"actual"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	lineAt := func(off int64) int { return 1 + bytes.Count(raw[:off], []byte("\n")) }
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, fmt.Errorf("%s:1: want a JSON list of pairs [[{name, perf, actual}, {…}], …]", file)
+	}
+	var out []Validated
+	for dec.More() {
+		off := dec.InputOffset()
+		var pair []side
+		if err := dec.Decode(&pair); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", file, lineAt(dec.InputOffset()), err)
+		}
+		ln := lineAt(off) + 1
+		if len(pair) != 2 {
+			return nil, fmt.Errorf("%s:%d: a pair has %d entries, want 2", file, ln, len(pair))
+		}
+		for _, p := range pair {
+			if p.Name == "" || p.Perf == nil || p.Actual == nil {
+				return nil, fmt.Errorf("%s:%d: want name, perf and actual in each entry", file, ln)
+			}
+			for _, x := range []float64{*p.Perf, *p.Actual} {
+				if !(x > 0) || math.IsInf(x, 0) {
+					return nil, fmt.Errorf("%s:%d: %s: %v must be > 0 (normalised performance)", file, ln, p.Name, x)
+				}
+			}
+		}
+		if pair[0].Name == pair[1].Name {
+			return nil, fmt.Errorf("%s:%d: %s paired with itself", file, ln, pair[0].Name)
+		}
+		out = append(out, Validated{Name1: pair[0].Name, Name2: pair[1].Name,
+			Expected1: *pair[0].Perf, Expected2: *pair[1].Perf, Actual1: *pair[0].Actual, Actual2: *pair[1].Actual,
+			HasExpected: true, HasActual: true, Line: ln})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no pairs", file)
 	}
 	return out, nil
 }

@@ -69,7 +69,7 @@ func TestBadCurves(t *testing.T) {
 		{"0 1\n-4 2\n", "f.csv:2: dial -4 MB is negative"},
 		{"0 1\nNaN 2\n", "f.csv:2: dial \"NaN\""},
 		{"a b c\n0 1\n", "header has 3 names for 2 columns"},
-		{"dial speed\n0 1\n", "no column \"perf\""},
+		{"dial a b\n0 1 2\n", "no column \"perf\" among the value columns"},
 	} {
 		_, err := ParseCurve(strings.NewReader(tc.body), "f.csv", "x", "perf")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -3,6 +3,7 @@ package predict
 import (
 	"fmt"
 	"math"
+	"path"
 	"sort"
 
 	"colo/metric"
@@ -88,6 +89,13 @@ func ScoreMap(ss []Score) map[string]float64 {
 	return m
 }
 
+func (d *Dataset) validatedPath() string {
+	if d.ValidatedPath != "" {
+		return d.ValidatedPath
+	}
+	return path.Join(d.Source, ValidatedFile)
+}
+
 // ValidatePairs predicts both directions of every validated.csv row from the sensitivity
 // curves and the given scores (competitor → MB), and compares them with the measured
 // actual1/actual2. A name without a curve or without a score is an error naming the row.
@@ -103,15 +111,15 @@ func ValidatePairs(d *Dataset, scores map[string]float64, m Method, scoreSource 
 		}{{v.Name1, v.Name2, v.Actual1}, {v.Name2, v.Name1, v.Actual2}} {
 			c, ok := d.Curves[dir.app]
 			if !ok {
-				return nil, fmt.Errorf("%s/%s:%d: application %s has no sensitivity curve (%s/%s)", d.Source, ValidatedFile, v.Line, dir.app, SensitivityDir, CurveFileName(dir.app))
+				return nil, fmt.Errorf("%s:%d: application %s has no sensitivity curve (%s/%s)", d.validatedPath(), v.Line, dir.app, SensitivityDir, CurveFileName(dir.app))
 			}
 			s, ok := scores[dir.comp]
 			if !ok {
-				return nil, fmt.Errorf("%s/%s:%d: competitor %s has no contentiousness score (not in %s)", d.Source, ValidatedFile, v.Line, dir.comp, scoreSource)
+				return nil, fmt.Errorf("%s:%d: competitor %s has no contentiousness score (not in %s)", d.validatedPath(), v.Line, dir.comp, scoreSource)
 			}
 			p, err := Predict(c, s, m)
 			if err != nil {
-				return nil, fmt.Errorf("%s/%s:%d: %w", d.Source, ValidatedFile, v.Line, err)
+				return nil, fmt.Errorf("%s:%d: %w", d.validatedPath(), v.Line, err)
 			}
 			out = append(out, PairError{App: dir.app, Competitor: dir.comp, ScoreMB: s, Predicted: p,
 				Measured: dir.actual, Error: PredictionError(p, dir.actual), Line: v.Line})

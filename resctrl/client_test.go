@@ -249,7 +249,7 @@ func testRejected(t *testing.T, mk mkWorld) {
 		t.Fatalf("got %v", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"L3:0=f7", "colo.a/schemata", "non-consecutive", "BestFit"} {
+	for _, want := range []string{"L3:0=f7", "colo.a/schemata", "non-consecutive", "one run of set bits"} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("error %q lacks %q", msg, want)
 		}

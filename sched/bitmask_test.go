@@ -1,6 +1,10 @@
 package sched
 
-import "testing"
+import (
+	"testing"
+
+	"colo/machine"
+)
 
 func TestLowestWaysAndLargestRun(t *testing.T) {
 	if m, err := LowestWays(0x1c0, 2); err != nil || m != 0x0c0 {
@@ -26,5 +30,25 @@ func TestLowestWaysAndLargestRun(t *testing.T) {
 	}
 	if Low(0) != -1 || Low(0x1c0) != 6 {
 		t.Error("Low")
+	}
+}
+
+func TestDefaultMask(t *testing.T) {
+	m, err := machine.Get("skx-6138") // 11 ways, contiguous masks only
+	if err != nil {
+		t.Fatal(err)
+	}
+	// groups hold ways 2-4 and 8: free are 0-1, 5-7, 9-10; the longest run is 5-7
+	if got := DefaultMask(m, 0x11c); got != 0x0e0 {
+		t.Errorf("Intel DefaultMask(0x11c) = %#x, want 0xe0", got)
+	}
+	// ties go to the highest stretch: free 0-2 and 8-10
+	if got := DefaultMask(m, 0x0f8); got != 0x700 {
+		t.Errorf("Intel DefaultMask(0xf8) = %#x, want 0x700", got)
+	}
+	sparse := *m
+	sparse.CAT.SparseMasks = true // AMD: every free way
+	if got := DefaultMask(&sparse, 0x11c); got != 0x7ff&^0x11c {
+		t.Errorf("sparse DefaultMask(0x11c) = %#x, want %#x", got, 0x7ff&^0x11c)
 	}
 }

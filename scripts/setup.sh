@@ -3,7 +3,7 @@
 # starts dockerd when none answers. Idempotent: safe to run again.
 set -euo pipefail
 need=()
-for pkg in docker.io fuse3 chromium influxdb stress-ng; do
+for pkg in docker.io fuse3 chromium influxdb stress-ng prometheus; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -16,6 +16,11 @@ fi
 # start their own on loopback, so stop a packaged one that may hold port 8086.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet influxdb 2>/dev/null; then
   systemctl stop influxdb || true
+fi
+# Likewise Debian's prometheus package (port 9090): colo agent's tests run their own on a
+# free loopback port with a temporary configuration.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
+  systemctl stop prometheus || true
 fi
 if ! docker info >/dev/null 2>&1; then
   echo "setup: starting dockerd" >&2

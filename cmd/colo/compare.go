@@ -1,14 +1,17 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"colo/bench"
+	"colo/internal/progress"
 
 	// The online controllers register their schedulers (dcat, static-cat, lfoc+, vp).
 	_ "colo/policy/dcat"
@@ -21,6 +24,11 @@ import (
 type compareFlags struct {
 	schedulers string
 	format     string
+	json       bool
+	out        string
+	noStore    bool
+	interval   time.Duration
+	ctx        context.Context // cancels the runs (SIGINT/SIGTERM); nil: never
 }
 
 func init() {
@@ -39,22 +47,42 @@ then every job alone, and prints per scheduler:
 
 "shared" is least-loaded placement with every job in system/default (no partitioning).
 Scheduler options in the file may be prefixed (dcat.baseline, vp.window, lfoc+.…) so
-that one file configures every controller; plain keys go to every scheduler but shared.`,
+that one file configures every controller; plain keys go to every scheduler but shared.
+Like colo run, compare writes a run directory (runs/<time>-<name>, or --out DIR) with
+every scheduler's samples, allocations and slowdowns: colo report and colo export read it.`,
 		Example: `  colo compare examples/dcat/fig15-mlr-mload.yaml
-  colo compare examples/vp/victim-aggressor-hog.yaml --schedulers shared,vp --format json`,
+  colo compare examples/vp/victim-aggressor-hog.yaml --schedulers shared,vp --json
+  colo compare examples/dcat/fig15-mlr-mload.yaml --out runs/fig15 && colo report runs/fig15`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.ctx = cmd.Context()
 			return runCompare(cmd.OutOrStdout(), args[0], f)
 		},
 	}
-	cmd.Flags().StringVar(&f.schedulers, "schedulers", "shared,static-cat,dcat,lfoc+,vp", "comma-separated schedulers to compare (shared = least-loaded without RDT)")
-	cmd.Flags().StringVar(&f.format, "format", "table", "output format: table or json")
+	fl := cmd.Flags()
+	fl.StringVar(&f.schedulers, "schedulers", "shared,static-cat,dcat,lfoc+,vp", "comma-separated schedulers to compare (shared = least-loaded without RDT)")
+	fl.StringVar(&f.format, "format", "table", "output format: table, json (= --json) or csv")
+	jsonFlag(fl, &f.json)
+	fl.StringVar(&f.out, "out", "", "run directory (default: a fresh timestamped directory under runs/)")
+	fl.BoolVar(&f.noStore, "no-store", false, "do not write a run directory")
+	fl.DurationVar(&f.interval, "interval", 0, "print a line of metrics per scheduler every DUR of the run's time, like perf stat -I")
 	rootCmd.AddCommand(cmd)
 }
 
+// compareDoc is `colo compare --json`.
+type compareDoc struct {
+	Benchmark  string                   `json:"benchmark"`
+	RunDir     string                   `json:"run_dir,omitempty"`
+	Schedulers []bench.SchedulerOutcome `json:"schedulers"`
+}
+
 func runCompare(w io.Writer, file string, f compareFlags) error {
-	if f.format != "table" && f.format != "json" {
-		return badInputf("--format %q: use table or json", f.format)
+	format, err := outputFormat(f.json, f.format, "table", "json", "csv")
+	if err != nil {
+		return err
+	}
+	if f.interval < 0 {
+		return badInputf("--interval %v: must be ≥ 0", f.interval)
 	}
 	bm, err := bench.Load(file)
 	if err != nil {
@@ -76,7 +104,37 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 	if len(names) == 0 {
 		return badInputf("--schedulers: name at least one scheduler")
 	}
-	rows, err := bench.Compare(bm, names)
+	cmp := bench.NewComparer()
+	cmp.Hooks = (&runWatch{}).hooks(f.interval)
+	cmp.Ctx = f.ctx
+	var rs *runStore
+	if !f.noStore {
+		if rs, err = newRunStore(bm, f.out, os.Args); err != nil {
+			return err
+		}
+		cmp.Record = rs.compareRecorder(bm)
+	}
+	doc := compareDoc{Benchmark: bm.Name}
+	bar := progress.Start(int64(len(names)), "compare", progress.Unit("schedulers"))
+	for _, n := range names {
+		bar.Describe("compare: " + n)
+		var row bench.SchedulerOutcome
+		if row, err = cmp.Scheduler(bm, n); err != nil {
+			break
+		}
+		doc.Schedulers = append(doc.Schedulers, row)
+		bar.Add(1)
+	}
+	bar.Done()
+	if rs != nil {
+		if errors.Is(err, bench.ErrInterrupted) && f.ctx != nil {
+			rs.markInterrupted(context.Cause(f.ctx), os.Stderr)
+		}
+		if _, cerr := rs.close(err == nil, 0, io.Discard); err == nil && cerr != nil {
+			err = cerr
+		}
+		doc.RunDir = rs.dir
+	}
 	if err != nil {
 		var be *bench.Error
 		if errors.As(err, &be) {
@@ -84,16 +142,28 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 		}
 		return err
 	}
-	if f.format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"benchmark": bm.Name, "schedulers": rows})
+	switch format {
+	case "json":
+		return writeJSON(w, doc)
+	case "csv":
+		fmt.Fprintln(w, "scheduler,stp,antt,unfairness,worst_slowdown,reconfigurations,reconfigurations_per_minute,moved_ways,virtual_seconds")
+		for _, r := range doc.Schedulers {
+			fmt.Fprintf(w, "%s,%.6f,%.6f,%.6f,%.6f,%d,%.6f,%d,%.3f\n", r.Name, r.STP, r.ANTT, r.Unfairness, r.WorstSlowdown,
+				r.Reconfigurations, r.ReconfigPerMin, r.MovedWays, r.VirtualSeconds)
+		}
+		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "scheduler\tSTP\tANTT\tunfairness\tworst slowdown\treconfig\treconfig/min\tmoved ways\t\n")
-	for _, r := range rows {
+	for _, r := range doc.Schedulers {
 		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%.1f\t%d\t\n", r.Name, r.STP, r.ANTT, r.Unfairness, r.WorstSlowdown,
 			r.Reconfigurations, r.ReconfigPerMin, r.MovedWays)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if doc.RunDir != "" {
+		fmt.Fprintf(w, "results: %s (colo report %s)\n", doc.RunDir, doc.RunDir)
+	}
+	return nil
 }

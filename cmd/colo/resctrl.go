@@ -38,6 +38,8 @@ Changes (set, assign) apply only to colo's own groups (names starting with "colo
 unless --foreign is given.`,
 	}
 	rc.PersistentFlags().StringVar(&root, "root", "", "resctrl mount (default $"+resctrl.EnvRoot+" or "+resctrl.DefaultRoot+")")
+	// --resctrl-root as in colo run and colo doctor, so that one spelling works everywhere
+	rc.PersistentFlags().StringVar(&root, "resctrl-root", "", "the same as --root")
 	rc.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	client := func() *resctrl.Client {
 		return resctrl.Open(root, resctrl.Options{AllowForeign: foreign})
@@ -232,8 +234,7 @@ unless --foreign is given.`,
 			if err != nil {
 				return kernelRejected(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: wrote %s\n", name(p), strings.TrimSpace(strings.ReplaceAll(s.String(), "\n", " ")))
-			return nil
+			return printSet(cmd, c, p, name(p), s, asJSON)
 		},
 	}
 	set.Flags().BoolVar(&create, "create", false, "create the group if it does not exist")
@@ -259,8 +260,10 @@ unless --foreign is given.`,
 			if err := client().Apply(resctrl.Change{Group: p, Tasks: pids}); err != nil {
 				return kernelRejected(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: moved %d task(s)\n", name(p), len(pids))
-			return nil
+			return out(cmd, map[string]any{"group": name(p), "moved": pids}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "%s: moved %d task(s)\n", name(p), len(pids))
+				return err
+			})
 		},
 	}
 
@@ -303,8 +306,8 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 			if err != nil {
 				return badInput(err)
 			}
-			if st, err := os.Stat(mountDir); err != nil || !st.IsDir() {
-				return badInputf("--mount %s: not an existing directory", mountDir)
+			if err := prepareMount(mountDir, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
 			e, err := emu.New(p, emu.Options{})
 			if err != nil {
@@ -349,6 +352,7 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 			if err != nil {
 				return err
 			}
+			removed = append([]string{}, removed...) // --json: [] rather than null
 			return out(cmd, removed, func(w io.Writer) error {
 				if len(removed) == 0 {
 					fmt.Fprintln(w, "no leftover colo groups")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -138,5 +139,44 @@ func TestResctrlCLI(t *testing.T) {
 	}
 	if g := e.State().Groups; len(g) != 3 || g[1].Path != "colo.web" || g[2].Path != "theirs" {
 		t.Fatalf("after reconcile: %+v", g)
+	}
+}
+
+func TestPrepareMount(t *testing.T) {
+	dir := t.TempDir() + "/new/rdt"
+	var msg bytes.Buffer
+	if err := prepareMount(dir, &msg); err != nil || !strings.Contains(msg.String(), "created "+dir) {
+		t.Fatalf("missing directory: %v, %q", err, msg.String())
+	}
+	if err := prepareMount(dir, &msg); err != nil {
+		t.Fatalf("existing directory: %v", err)
+	}
+	f := dir + "/file"
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareMount(f, &msg); !isBadInput(err) || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("a file: %v", err)
+	}
+}
+
+// `resctrl set` prints what the kernel holds: MBA rounds 55 % to its 10 % step.
+func TestResctrlSetPrintsWhatTheKernelHolds(t *testing.T) {
+	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
+	e, _ := emu.NewNamed("intel", emu.Options{})
+	dir := t.TempDir()
+	m, err := emu.Mount(e, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unmount()
+	out, err := runColo(t, "resctrl", "--resctrl-root", dir, "set", "colo.mb", "MB:0=55", "--create")
+	if err != nil || !strings.Contains(out, "wrote MB:0=55; the kernel holds MB:0=60") {
+		t.Fatalf("set MB:0=55: %v\n%s", err, out)
+	}
+	out, err = runColo(t, "resctrl", "--root", dir, "set", "colo.mb", "L3:0=ff0", "--json")
+	var v map[string]string
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v["wrote"] != "L3:0=ff0" || v["holds"] != "L3:0=ff0" {
+		t.Fatalf("set --json: %v %q", err, out)
 	}
 }

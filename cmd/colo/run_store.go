@@ -104,3 +104,39 @@ func (rs *runStore) close(ok bool, wait time.Duration, msg io.Writer) (*bench.Si
 	}
 	return ss, err
 }
+
+// compareRecorder is the bench.Comparer.Record factory: one store run per scheduler whose
+// summary carries the comparison's slowdown metrics (stp, antt, unfairness, …) as extras.
+func (rs *runStore) compareRecorder(bm *bench.Benchmark) func(string) (bench.Recorder, func(*bench.Result, bench.SchedulerOutcome) error, error) {
+	trace := fmt.Sprintf("%s seed %d", bm.Name, bm.TraceSeed)
+	start := time.Now().UTC()
+	return func(name string) (bench.Recorder, func(*bench.Result, bench.SchedulerOutcome) error, error) {
+		w, err := rs.st.BeginRun(store.Run{Scheduler: name, Trace: trace, Start: start})
+		if err != nil {
+			return nil, nil, err
+		}
+		t0 := time.Now()
+		return bench.StoreRecorder{W: w}, func(res *bench.Result, o bench.SchedulerOutcome) error {
+			s := bench.StoreSummary(bench.Summarize(res, time.Since(t0)))
+			for k, v := range map[string]float64{"stp": o.STP, "antt": o.ANTT, "unfairness": o.Unfairness,
+				"worst_slowdown": o.WorstSlowdown, "reconfigurations": float64(o.Reconfigurations), "moved_ways": float64(o.MovedWays)} {
+				s.Extra[k] = v
+			}
+			return w.Finish(s)
+		}, nil
+	}
+}
+
+// markInterrupted records in run.json that the run stopped on a signal (cause names it)
+// and says where what was collected is.
+func (rs *runStore) markInterrupted(cause error, msg io.Writer) {
+	why := "interrupted"
+	if cause != nil {
+		why = cause.Error()
+	}
+	if err := rs.st.MarkInterrupted(why); err != nil {
+		fmt.Fprintln(msg, "colo: warning:", err)
+		return
+	}
+	fmt.Fprintf(msg, "colo: run directory %s keeps what was collected (marked interrupted)\n", rs.dir)
+}

@@ -60,12 +60,6 @@ func ParseMetric(s string) (Metric, error) {
 	return "", fmt.Errorf("unknown metric %q: use auto, cpu-rate or rate (the app's own JSON line with \"cpu_rate\" or \"rate\"), cpu or wall (CPU or wall-clock time of one run)", s)
 }
 
-// App is an application under test: a shell command run with sh -c.
-type App struct {
-	Name string
-	Cmd  string
-}
-
 // Runner holds the placement and timing of real measurements.
 type Runner struct {
 	AppCPUs   []int // the application and the reporter (thesis: cores 0-2 / core 0)
@@ -138,7 +132,7 @@ func killGroup(c *exec.Cmd) {
 }
 
 // MeasureOnce runs app once on the app CPUs and returns its performance value.
-func (r *Runner) MeasureOnce(ctx context.Context, app App) (float64, error) {
+func (r *Runner) MeasureOnce(ctx context.Context, app predict.App) (float64, error) {
 	var out, errb bytes.Buffer
 	t0 := time.Now()
 	c, err := start(app.Cmd, r.AppCPUs, &out, &errb)
@@ -213,7 +207,7 @@ func tail(s string) string {
 }
 
 // Measure runs app Repeats times and returns the median value.
-func (r *Runner) Measure(ctx context.Context, app App) (float64, error) {
+func (r *Runner) Measure(ctx context.Context, app predict.App) (float64, error) {
 	vs := make([]float64, 0, r.repeats())
 	for i := 0; i < r.repeats(); i++ {
 		v, err := r.MeasureOnce(ctx, app)
@@ -246,7 +240,7 @@ func (r *Runner) startSoI(ctx context.Context, mb float64) (stop func(), err err
 
 // startBackground runs app over and over on the other CPUs (like the thesis's endless
 // `runcpu --iterations=10000`) until stop is called.
-func (r *Runner) startBackground(ctx context.Context, app App) (stop func() error, err error) {
+func (r *Runner) startBackground(ctx context.Context, app predict.App) (stop func() error, err error) {
 	cctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
 	var cur *exec.Cmd
@@ -318,7 +312,7 @@ func (r *Runner) MeasureReporter(ctx context.Context) (stress.ReporterResult, er
 }
 
 // measureAt measures app once (or Repeats times, median) with the SoI at dial d.
-func (r *Runner) measureAt(ctx context.Context, app App, d float64, repeats int) (float64, error) {
+func (r *Runner) measureAt(ctx context.Context, app predict.App, d float64, repeats int) (float64, error) {
 	stop, err := r.startSoI(ctx, d)
 	if err != nil {
 		return 0, err
@@ -344,7 +338,7 @@ func (r *Runner) measureAt(ctx context.Context, app App, d float64, repeats int)
 // dial's measurement is paired with an isolated one taken right before it, Repeats times,
 // and the point is t(0) · median(t_d / t_iso) with t(0) the median of all isolated runs:
 // slow drifts of the machine (other tenants) cancel in the ratios.
-func (r *Runner) SensitivityCurve(ctx context.Context, app App, dials []float64) (predict.Curve, error) {
+func (r *Runner) SensitivityCurve(ctx context.Context, app predict.App, dials []float64) (predict.Curve, error) {
 	c := predict.Curve{Name: app.Name}
 	if !r.Paired {
 		for _, d := range dials {
@@ -432,7 +426,7 @@ func (r *Runner) reporterAt(ctx context.Context, d float64) (stress.ReporterResu
 }
 
 // reporterNext measures the reporter with app in the background.
-func (r *Runner) reporterNext(ctx context.Context, app App) (stress.ReporterResult, error) {
+func (r *Runner) reporterNext(ctx context.Context, app predict.App) (stress.ReporterResult, error) {
 	stop, err := r.startBackground(ctx, app)
 	if err != nil {
 		return stress.ReporterResult{}, err
@@ -451,7 +445,7 @@ func (r *Runner) reporterNext(ctx context.Context, app App) (stress.ReporterResu
 // pairedReporter measures, Repeats times, the reporter alone right before each condition
 // (a dial of the SoI, or a competitor app when dials is nil) and scales the median of
 // alone measurements by the median ratio: slow drifts of a shared machine cancel.
-func (r *Runner) pairedReporter(ctx context.Context, dials []float64, app *App) ([]predict.ReporterRow, error) {
+func (r *Runner) pairedReporter(ctx context.Context, dials []float64, app *predict.App) ([]predict.ReporterRow, error) {
 	type cond struct {
 		key string
 		run func() (stress.ReporterResult, error)
@@ -530,7 +524,7 @@ func (r *Runner) pairedReporter(ctx context.Context, dials []float64, app *App) 
 }
 
 // Contentiousness measures the reporter while app runs in the background.
-func (r *Runner) Contentiousness(ctx context.Context, app App) (predict.ReporterRow, error) {
+func (r *Runner) Contentiousness(ctx context.Context, app predict.App) (predict.ReporterRow, error) {
 	if r.Paired {
 		rows, err := r.pairedReporter(ctx, nil, &app)
 		if err != nil {
@@ -549,7 +543,7 @@ func (r *Runner) Contentiousness(ctx context.Context, app App) (predict.Reporter
 // CoRun measures app alone and then with competitor running in the background, and returns
 // the measured normalised performance t_iso / t_co (the isolated time is re-measured right
 // before the co-run, as the thesis does).
-func (r *Runner) CoRun(ctx context.Context, app, competitor App) (float64, error) {
+func (r *Runner) CoRun(ctx context.Context, app, competitor predict.App) (float64, error) {
 	iso, err := r.Measure(ctx, app)
 	if err != nil {
 		return 0, err
@@ -576,3 +570,5 @@ func (r *Runner) CoRun(ctx context.Context, app, competitor App) (float64, error
 
 // ErrNoApps is returned when a command needs applications and got none.
 var ErrNoApps = errors.New("no applications: give --app NAME=CMD (repeatable)")
+
+var _ predict.Measurer = (*Runner)(nil)

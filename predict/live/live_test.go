@@ -39,8 +39,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func selfApp(name, spec string) App {
-	return App{Name: name, Cmd: fmt.Sprintf("COLO_LIVE_APP=%s exec %s", spec, os.Args[0])}
+func selfApp(name, spec string) predict.App {
+	return predict.App{Name: name, Cmd: fmt.Sprintf("COLO_LIVE_APP=%s exec %s", spec, os.Args[0])}
 }
 
 func TestPinnedChildInheritsAffinity(t *testing.T) {
@@ -57,19 +57,19 @@ func TestPinnedChildInheritsAffinity(t *testing.T) {
 
 func TestMeasureBadApps(t *testing.T) {
 	r := &Runner{Metric: MetricRate}
-	if _, err := r.MeasureOnce(context.Background(), App{"quiet", "true"}); err == nil || !strings.Contains(err.Error(), "rate") {
+	if _, err := r.MeasureOnce(context.Background(), predict.App{Name: "quiet", Cmd: "true"}); err == nil || !strings.Contains(err.Error(), "rate") {
 		t.Fatalf("an app without a rate line: %v", err)
 	}
-	if _, err := r.MeasureOnce(context.Background(), App{"fails", "exit 3"}); err == nil {
+	if _, err := r.MeasureOnce(context.Background(), predict.App{Name: "fails", Cmd: "exit 3"}); err == nil {
 		t.Fatal("a failing app was measured")
 	}
 	r.Metric = MetricWall
-	if v, err := r.MeasureOnce(context.Background(), App{"sleep", "sleep 0.05"}); err != nil || v < 0.05 {
+	if v, err := r.MeasureOnce(context.Background(), predict.App{Name: "sleep", Cmd: "sleep 0.05"}); err != nil || v < 0.05 {
 		t.Fatalf("wall time of sleep 0.05: %v %v", v, err)
 	}
 	// A competitor that fails is reported, not silently measured as no interference.
 	r.Settle = 200 * time.Millisecond
-	if _, err := r.CoRun(context.Background(), App{"sleep", "sleep 0.01"}, App{"bad", "exit 7"}); err == nil || !strings.Contains(err.Error(), "background bad") {
+	if _, err := r.CoRun(context.Background(), predict.App{Name: "sleep", Cmd: "sleep 0.01"}, predict.App{Name: "bad", Cmd: "exit 7"}); err == nil || !strings.Contains(err.Error(), "background bad") {
 		t.Fatalf("failing competitor: %v", err)
 	}
 	if _, err := ParseMetric("cycles"); err == nil {

@@ -1,0 +1,341 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"colo/machine"
+	"colo/sched"
+)
+
+// EventKind is what a discovery event says.
+type EventKind int
+
+const (
+	// Sync is the full list of running containers (at start-up and after a reconnect):
+	// containers not in it are gone.
+	Sync EventKind = iota
+	// Upsert is a container that started or changed.
+	Upsert
+	// Gone is a container that exited or was removed.
+	Gone
+	// Down says the runtime is unreachable (Err); the next Sync says it is back.
+	Down
+)
+
+// Event is one discovery event.
+type Event struct {
+	Kind       EventKind
+	Containers []Container // Sync: all; Upsert: one
+	ID         string      // Gone
+	Err        error       // Down
+}
+
+// Discovery follows a container runtime. Run sends events until ctx ends, reconnecting
+// by itself when the runtime goes away.
+type Discovery interface {
+	Name() string
+	Run(ctx context.Context, out chan<- Event)
+}
+
+// Counters reads one container's cumulative counters (perf per cgroup, CPU time).
+type Counters interface {
+	Read() (Reading, error)
+	// Mode is "hardware", "software" (software perf events) or "cputime" (cgroup CPU
+	// time only).
+	Mode() string
+	Close()
+}
+
+// Host reads containers' threads and opens their counters (cgroups and perf on Linux; a
+// fake in tests).
+type Host interface {
+	Threads(c Container) ([]int, error)
+	OpenCounters(c Container) (Counters, error)
+}
+
+// Options configure an Agent.
+type Options struct {
+	Machine   *machine.Profile
+	Scheduler sched.Scheduler
+	Groups    Groups
+	Journal   Journal
+	Discovery Discovery
+	Host      Host
+	Interval  time.Duration
+	Log       *slog.Logger
+	// Ticked, when set, is called after every tick (tests wait on it).
+	Ticked func(Status)
+}
+
+// Agent is the shell around Core: it runs discovery, PID sync, counters and resctrl.
+type Agent struct {
+	o     Options
+	core  *Core
+	start time.Time
+
+	mu       sync.Mutex
+	live     map[string]*live
+	status   Status
+	runtime  struct{ up bool; err string }
+	labelErr map[string]int
+	counts   map[string]int // closid-exhausted, rmid-exhausted, apply-errors…
+	def      map[int]uint64 // system/default as applied
+	rdtErr   error
+	notes    []string
+	// killed ends Run at once without undoing anything (tests: kill -9 in process)
+	killed chan struct{}
+}
+
+// New builds an agent. Call Run.
+func New(o Options) (*Agent, error) {
+	if o.Machine == nil || o.Scheduler == nil || o.Groups == nil || o.Journal == nil || o.Discovery == nil || o.Host == nil {
+		return nil, errors.New("agent: incomplete options")
+	}
+	if o.Interval < 20*time.Millisecond {
+		return nil, fmt.Errorf("agent: interval %v is below 20ms", o.Interval)
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	a := &Agent{o: o, core: NewCore(o.Machine, o.Scheduler), live: map[string]*live{},
+		labelErr: map[string]int{}, counts: map[string]int{}, def: map[int]uint64{}, killed: make(chan struct{})}
+	return a, nil
+}
+
+func (a *Agent) now() time.Duration { return time.Since(a.start) }
+
+func (a *Agent) note(level slog.Level, msg string, args ...any) {
+	a.o.Log.Log(context.Background(), level, msg, args...)
+	a.mu.Lock()
+	line := time.Now().UTC().Format(time.RFC3339) + " " + msg
+	for i := 0; i+1 < len(args); i += 2 {
+		line += fmt.Sprintf(" %v=%q", args[i], fmt.Sprint(args[i+1]))
+	}
+	a.notes = append(a.notes, line)
+	if len(a.notes) > 50 {
+		a.notes = a.notes[len(a.notes)-50:]
+	}
+	a.mu.Unlock()
+}
+
+// Run reconciles what an earlier instance left, then manages containers until ctx ends;
+// then every managed container returns to system/default, the agent's groups are removed
+// and system/default's schemata restored exactly. It returns nil after a clean shutdown.
+func (a *Agent) Run(ctx context.Context) error {
+	a.start = time.Now()
+	if err := a.reconcile(false); err != nil {
+		return err
+	}
+	if err := a.saveDefault(); err != nil {
+		return err
+	}
+	evs := make(chan Event, 64)
+	dctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); a.o.Discovery.Run(dctx, evs) }()
+	defer func() { stop(); wg.Wait() }()
+	t := time.NewTicker(a.o.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.note(slog.LevelInfo, "shutting down: returning containers to system/default")
+			return a.shutdown()
+		case <-a.killed:
+			return errors.New("killed")
+		case ev := <-evs:
+			a.handle(ev)
+		case <-t.C:
+			a.tick()
+		}
+	}
+}
+
+func (a *Agent) handle(ev Event) {
+	switch ev.Kind {
+	case Down:
+		a.mu.Lock()
+		was := a.runtime.up
+		a.runtime.up, a.runtime.err = false, ev.Err.Error()
+		a.mu.Unlock()
+		if was {
+			a.note(slog.LevelWarn, "runtime unreachable; keeping current allocations and reconnecting", "runtime", a.o.Discovery.Name(), "err", ev.Err)
+		}
+	case Sync:
+		a.mu.Lock()
+		a.runtime.up, a.runtime.err = true, ""
+		a.mu.Unlock()
+		seen := map[string]bool{}
+		for _, c := range ev.Containers {
+			seen[c.ID] = true
+			a.add(c)
+		}
+		for id := range a.live {
+			if !seen[id] {
+				a.remove(id, "not running at resync")
+			}
+		}
+		a.o.Log.Info("runtime synced", "runtime", a.o.Discovery.Name(), "containers", len(ev.Containers))
+	case Upsert:
+		for _, c := range ev.Containers {
+			a.add(c)
+		}
+	case Gone:
+		a.remove(ev.ID, "exited")
+	}
+}
+
+// add starts managing a container: its monitoring group exists and its threads are in it
+// before add returns (the policy's allocation follows at the next tick).
+func (a *Agent) add(c Container) {
+	_, known := a.live[c.ID]
+	mb, errs := a.core.Add(c, a.now())
+	for _, e := range errs {
+		a.mu.Lock()
+		a.labelErr[e.Label]++
+		a.mu.Unlock()
+		if !known {
+			a.note(slog.LevelWarn, "invalid label ignored", "container", c.Name, "label", e.Label, "value", e.Value, "why", e.Msg)
+		}
+	}
+	if known {
+		return
+	}
+	l := &live{socket: mb.Socket}
+	a.mu.Lock()
+	a.live[c.ID] = l
+	a.mu.Unlock()
+	if cs, err := a.o.Host.OpenCounters(c); err == nil {
+		l.counters = cs
+	} else {
+		a.o.Log.Debug("no counters", "container", c.Name, "err", err)
+	}
+	if a.rdtErr == nil {
+		a.ensureMon(mb, l)
+		a.syncTasks(mb, l)
+	}
+	a.o.Log.Info("container managed", "container", c.Name, "id", short(c.ID), "class", mb.Req.Class, "mon", l.mon)
+}
+
+func (a *Agent) remove(id, why string) {
+	l := a.live[id]
+	mb := a.core.Member(id)
+	if l == nil || mb == nil {
+		return
+	}
+	a.core.Remove(id)
+	if l.counters != nil {
+		l.counters.Close()
+	}
+	if a.rdtErr == nil {
+		a.leave(mb, l)
+	}
+	a.mu.Lock()
+	delete(a.live, id)
+	a.mu.Unlock()
+	a.o.Log.Info("container released", "container", mb.Name, "id", short(id), "why", why)
+}
+
+// tick syncs threads, reads counters, runs the policy and applies its plan.
+func (a *Agent) tick() {
+	t0 := time.Now()
+	now := a.now()
+	a.checkResctrl()
+	for _, mb := range a.core.Members() {
+		l := a.live[mb.ID]
+		if a.rdtErr == nil {
+			a.syncTasks(mb, l)
+		}
+		r := a.read(mb, l)
+		r.At = now
+		if l.haveReading {
+			if s, ok := SampleOf(l.reading, r); ok {
+				a.core.Observe(mb.ID, s)
+				l.sample = s
+				l.cpuCores = (r.CPUTime - l.reading.CPUTime).Seconds() / s.Interval.Seconds()
+			}
+		}
+		l.reading, l.haveReading = r, true
+	}
+	p := a.core.Tick(now)
+	for _, line := range p.Log {
+		a.note(slog.LevelInfo, "policy: "+line)
+	}
+	if a.rdtErr == nil {
+		a.apply(p)
+	}
+	st := a.snapshot(time.Since(t0))
+	if a.o.Ticked != nil {
+		a.o.Ticked(st)
+	}
+}
+
+func (a *Agent) read(mb *Member, l *live) Reading {
+	var r Reading
+	if l.counters != nil {
+		if v, err := l.counters.Read(); err == nil {
+			r = v
+		}
+	}
+	if a.rdtErr == nil && l.mon != "" && !l.classMon {
+		if occ, tot, loc, err := a.o.Groups.MonData(l.mon); err == nil {
+			r.LLCOccupancy, r.MBMTotal, r.MBMLocal = float64(occ), float64(tot), float64(loc)
+			l.monOK = true
+		}
+	}
+	return r
+}
+
+// checkResctrl notices the mount disappearing and coming back (a new mount holds none of
+// the agent's groups: they are made again).
+func (a *Agent) checkResctrl() {
+	err := a.o.Groups.Available()
+	switch {
+	case err != nil && a.rdtErr == nil:
+		a.rdtErr = err
+		a.note(slog.LevelError, "resctrl unavailable; monitoring and allocation paused until it is mounted again", "err", err)
+	case err == nil && a.rdtErr != nil:
+		a.rdtErr = nil
+		a.note(slog.LevelWarn, "resctrl is back; recreating the agent's groups", "root", a.o.Groups.Root())
+		for _, l := range a.live {
+			l.ctrl, l.mon, l.classMon, l.mask, l.mba = "", "", false, 0, 0
+		}
+		a.o.Journal.Reset()
+		a.def = map[int]uint64{}
+		if err := a.saveDefault(); err != nil {
+			a.note(slog.LevelError, "saving system/default", "err", err)
+		}
+		for _, mb := range a.core.Members() {
+			a.ensureMon(mb, a.live[mb.ID])
+		}
+	}
+}
+
+func (a *Agent) count(k string) {
+	a.mu.Lock()
+	a.counts[k]++
+	a.mu.Unlock()
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func sortedSockets(m map[int]uint64) []int {
+	var out []int
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Ints(out)
+	return out
+}

@@ -1,0 +1,241 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"colo/machine"
+	"colo/resctrl"
+	"colo/resctrl/emu"
+	"colo/sched"
+)
+
+// fakeRuntime is a Discovery driven by the test.
+type fakeRuntime struct{ ch chan Event }
+
+func (f *fakeRuntime) Name() string { return "fake" }
+func (f *fakeRuntime) Run(ctx context.Context, out chan<- Event) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-f.ch:
+			out <- ev
+		}
+	}
+}
+
+// fakeHost gives every container a fixed set of thread IDs.
+type fakeHost struct {
+	mu      sync.Mutex
+	threads map[string][]int
+}
+
+func (h *fakeHost) Threads(c Container) ([]int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]int(nil), h.threads[c.ID]...), nil
+}
+func (h *fakeHost) OpenCounters(c Container) (Counters, error) { return nil, errNoCounters }
+
+type harness struct {
+	t      *testing.T
+	em     *emu.Emulator
+	rt     *fakeRuntime
+	host   *fakeHost
+	ticks  chan Status
+	cancel context.CancelFunc
+	done   chan error
+	jr     *FileJournal
+	a      *Agent
+}
+
+func startAgent(t *testing.T, em *emu.Emulator, policy, stateDir string) *harness {
+	t.Helper()
+	m, err := machine.Get("icx-4314-2s") // the emulator's "intel" profile
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr, err := OpenJournal(stateDir, "emu:intel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := resctrl.New(em.FS(), resctrl.Options{Prefix: GroupPrefix(jr.State().Instance), AllowDefault: true})
+	g, err := NewResctrl(c, "emu:intel", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sched.DefaultConfig()
+	cfg.RDT = true
+	s, err := sched.New(policy, sched.Env{Machine: m, Config: cfg, IPCEUnavailable: "test: no PMU"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, em: em, rt: &fakeRuntime{ch: make(chan Event)}, host: &fakeHost{threads: map[string][]int{}},
+		ticks: make(chan Status, 1), done: make(chan error, 1), jr: jr}
+	h.a, err = New(Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: h.rt, Host: h.host,
+		Interval: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Ticked: func(st Status) {
+			select {
+			case <-h.ticks:
+			default:
+			}
+			h.ticks <- st
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- h.a.Run(ctx) }()
+	return h
+}
+
+// until waits for a tick whose status satisfies ok (events, not a time window: the
+// deadline only turns a hang into a failure).
+func (h *harness) until(what string, ok func(Status) bool) Status {
+	h.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case st := <-h.ticks:
+			if ok(st) {
+				return st
+			}
+		case <-deadline:
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func (h *harness) stop() error {
+	h.cancel()
+	err := <-h.done
+	h.jr.Close()
+	return err
+}
+
+func newContainer(id string, class Class, threads []int, h *harness) Container {
+	h.host.mu.Lock()
+	h.host.threads[id] = threads
+	h.host.mu.Unlock()
+	return Container{ID: id, Name: "c-" + id, Image: "colo/test", Labels: map[string]string{LabelClass: string(class)}}
+}
+
+func find(st Status, id string) *ContainerStatus {
+	for i := range st.Containers {
+		if st.Containers[i].ID == id {
+			return &st.Containers[i]
+		}
+	}
+	return nil
+}
+
+func TestAgentStaticCatLifecycleOnEmulator(t *testing.T) {
+	em, err := emu.NewNamed("intel", emu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := em.State()
+	h := startAgent(t, em, "static-cat", t.TempDir())
+	prio := newContainer("aaaa1111", Priority, []int{101, 102}, h)
+	batch := newContainer("bbbb2222", Batch, []int{201}, h)
+	h.rt.ch <- Event{Kind: Sync, Containers: []Container{prio, batch}}
+	st := h.until("both containers allocated", func(st Status) bool {
+		p, b := find(st, prio.ID), find(st, batch.ID)
+		return p != nil && b != nil && p.CtrlGroup != "" && b.CtrlGroup != ""
+	})
+	p := find(st, prio.ID)
+	es := em.State()
+	g, ok := es.Group(p.CtrlGroup)
+	if !ok || p.Mask == "" {
+		t.Fatalf("emulator has no control group %q", p.CtrlGroup)
+	}
+	doms, _ := resctrl.SocketDomains(h.a.o.Machine, p.Socket)
+	if got := g.Schemata["L3"][doms[0]]; fmt.Sprintf("%#x", got) != p.Mask {
+		t.Errorf("emulator L3 %#x, status mask %s", got, p.Mask)
+	}
+	if !reflect.DeepEqual(g.Tasks, []int{101, 102}) {
+		t.Errorf("control group tasks %v", g.Tasks)
+	}
+	mg, ok := es.Group(p.MonGroup)
+	if !ok || !mg.IsMon || p.Monitoring != "container" || !reflect.DeepEqual(mg.Tasks, []int{101, 102}) {
+		t.Errorf("monitoring group %q: %+v (monitoring %s)", p.MonGroup, mg, p.Monitoring)
+	}
+	if !strings.HasPrefix(p.CtrlGroup, GroupPrefix(st.Instance)) {
+		t.Errorf("group %s lacks the instance prefix", p.CtrlGroup)
+	}
+	// the container forks: the new thread joins at the next PID sync
+	h.host.mu.Lock()
+	h.host.threads[prio.ID] = []int{101, 102, 103}
+	h.host.mu.Unlock()
+	h.until("forked thread synced", func(st Status) bool {
+		g, _ := em.State().Group(p.MonGroup)
+		return len(g.Tasks) == 3
+	})
+	// the container exits: its groups go
+	h.rt.ch <- Event{Kind: Gone, ID: prio.ID}
+	h.until("groups removed", func(st Status) bool { return find(st, prio.ID) == nil })
+	if _, ok := em.State().Group(p.CtrlGroup); ok {
+		t.Errorf("control group %s still exists", p.CtrlGroup)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := em.State()
+	after.Generation = before.Generation
+	after.Groups[0].Tasks = before.Groups[0].Tasks // the threads went back to system/default
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("emulator changed after shutdown:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+// A killed agent (no shutdown) leaves groups and a changed system/default; the next
+// start with the same state directory undoes both from its journal.
+func TestAgentReconcilesAfterKill(t *testing.T) {
+	em, err := emu.NewNamed("intel", emu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := em.State()
+	dir := t.TempDir()
+	for round := 0; round < 3; round++ {
+		h := startAgent(t, em, "static-cat", dir)
+		c := newContainer("cccc3333", Priority, []int{301}, h)
+		h.rt.ch <- Event{Kind: Sync, Containers: []Container{c}}
+		h.until("allocated", func(st Status) bool { cs := find(st, c.ID); return cs != nil && cs.CtrlGroup != "" })
+		// "kill -9": the loop is abandoned without its shutdown; the journal lock goes
+		// with the process
+		close(h.a.killed)
+		<-h.done
+		h.jr.Close()
+		if len(em.State().Groups) == len(before.Groups) {
+			t.Fatal("the agent created no groups")
+		}
+	}
+	h := startAgent(t, em, "static-cat", dir)
+	h.until("a tick", func(Status) bool { return true })
+	mid := em.State()
+	for _, g := range mid.Groups {
+		if g.Path != "" {
+			t.Errorf("orphaned group %s after restart", g.Path)
+		}
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := em.State()
+	after.Generation = before.Generation
+	after.Groups[0].Tasks = before.Groups[0].Tasks // the threads went back to system/default
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("emulator not restored:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+

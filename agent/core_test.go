@@ -1,0 +1,101 @@
+package agent
+
+import (
+	"math/bits"
+	"testing"
+	"time"
+
+	"colo/machine"
+	_ "colo/policy/dcat"
+	"colo/sched"
+)
+
+func newCore(t *testing.T, policy string) (*Core, *machine.Profile) {
+	t.Helper()
+	m, err := machine.Get("icx-4314-2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sched.DefaultConfig()
+	cfg.RDT = true
+	s, err := sched.New(policy, sched.Env{Machine: m, Config: cfg, IPCEUnavailable: "no PMU in this test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewCore(m, s), m
+}
+
+func TestCoreStaticCatAllocatesAndReleases(t *testing.T) {
+	c, m := newCore(t, "static-cat")
+	c.Add(Container{ID: "p", Name: "prio", Labels: map[string]string{LabelClass: "priority"}}, 0)
+	c.Add(Container{ID: "b", Name: "batch"}, 0)
+	var p Plan
+	for i := 1; i <= 3; i++ {
+		p = c.Tick(time.Duration(i) * time.Second)
+	}
+	tp, ok := p.Targets["p"]
+	if !ok || tp.Mask == 0 {
+		t.Fatalf("priority container not allocated: %+v (log %v)", p.Targets, p.Log)
+	}
+	def := p.Default[tp.Socket]
+	if def&tp.Mask != 0 {
+		t.Fatalf("system/default %#x overlaps the priority mask %#x", def, tp.Mask)
+	}
+	if c.Member("b").Req.Class != Batch || c.Member("p").Req.Class != Priority {
+		t.Fatal("classes not parsed")
+	}
+	for id, tg := range p.Targets {
+		if tg.Mask == 0 || tg.Mask&p.Default[tg.Socket] != 0 {
+			t.Errorf("%s: mask %#x empty or shared with system/default %#x", id, tg.Mask, p.Default[tg.Socket])
+		}
+		for id2, tg2 := range p.Targets {
+			if id < id2 && tg.Socket == tg2.Socket && tg.Mask&tg2.Mask != 0 {
+				t.Errorf("%s and %s share ways: %#x %#x", id, id2, tg.Mask, tg2.Mask)
+			}
+		}
+	}
+	if st := c.Stats(); st.Decisions["place"] != 2 || st.Decisions["allocate"] < 2 {
+		t.Errorf("decisions %v", st.Decisions)
+	}
+	c.Remove("p")
+	p = c.Tick(4 * time.Second)
+	if _, ok := p.Targets["p"]; ok || len(p.Targets) != 1 {
+		t.Fatalf("removed container still targeted: %v", p.Targets)
+	}
+	if bits.OnesCount64(m.FullMask()) != m.LLC.Ways {
+		t.Fatal("machine mask")
+	}
+}
+
+// Without IPCE the dynamic scheduler neither probes nor allocates (sched.Dynamic): the
+// agent keeps every container in system/default and says why.
+func TestCoreDynamicWithoutIPCEKeepsDefault(t *testing.T) {
+	c, m := newCore(t, "dynamic")
+	c.Add(Container{ID: "p", Name: "prio", Labels: map[string]string{LabelClass: "priority", LabelTargetIPCE: "0.8"}}, 0)
+	var log []string
+	for i := 1; i <= 5; i++ {
+		p := c.Tick(time.Duration(i) * time.Second)
+		log = append(log, p.Log...)
+		if tg := p.Targets["p"]; tg.Mask != 0 || p.Default[tg.Socket] != m.FullMask() {
+			t.Fatalf("tick %d: %+v default %#x", i, tg, p.Default[tg.Socket])
+		}
+	}
+	if c.Member("p").State != StateRunning || len(log) == 0 {
+		t.Errorf("state %s, log %v", c.Member("p").State, log)
+	}
+}
+
+func TestParseRequest(t *testing.T) {
+	m, _ := machine.Get("icx-4314-2s")
+	r, errs := ParseRequest(map[string]string{LabelClass: "gold", LabelTargetIPCE: "0.9", LabelLLCWays: "99", LabelMBA: "50"}, m)
+	if r.Class != Batch || r.TargetIPCE != 0.9 || r.Ways != 0 || r.MBA != 50 {
+		t.Errorf("request %+v", r)
+	}
+	if len(errs) != 2 || errs[0].Label != LabelClass || errs[1].Label != LabelLLCWays {
+		t.Errorf("errors %v", errs)
+	}
+	r, errs = ParseRequest(nil, m)
+	if r.Class != Batch || len(errs) != 0 {
+		t.Errorf("unlabelled: %+v %v", r, errs)
+	}
+}

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"colo/machine"
+	"colo/perf"
+	rt "colo/runtime"
+)
+
+// LinuxHost implements Host with the container's cgroup: threads from its tasks /
+// cgroup.threads, counters from perf events on its cgroup (hardware where a PMU exists,
+// software events otherwise) plus its cgroup CPU time.
+type LinuxHost struct {
+	// CPUs are the CPUs perf counts on (all online CPUs).
+	CPUs []int
+	// NoPerf skips perf events (CPU time only).
+	NoPerf bool
+	Logf   func(string, ...any)
+}
+
+func cgroupOf(c Container) rt.Cgroup {
+	return rt.Cgroup{Version: c.CgroupV, Dirs: c.CgroupDirs, Path: c.Cgroup}
+}
+
+// Threads implements Host.
+func (h LinuxHost) Threads(c Container) ([]int, error) { return cgroupOf(c).Threads() }
+
+// OpenCounters implements Host.
+func (h LinuxHost) OpenCounters(c Container) (Counters, error) {
+	cg := cgroupOf(c)
+	lc := &linuxCounters{mode: "cputime"}
+	if ct, err := rt.OpenCPUTime(cg); err == nil {
+		lc.cpu = ct
+	}
+	if !h.NoPerf && len(h.CPUs) > 0 {
+		if p, err := perf.OpenCgroup(cg.PerfEventDir(), h.CPUs, perf.Options{Logf: h.Logf, Quiet: h.Logf == nil}); err == nil {
+			switch p.Mode() {
+			case perf.ModeHardware:
+				lc.perf, lc.mode = p, "hardware"
+			case perf.ModeSoftware:
+				lc.perf, lc.mode = p, "software"
+			default:
+				p.Close()
+			}
+		}
+	}
+	if lc.cpu == nil && lc.perf == nil {
+		return nil, errNoCounters
+	}
+	return lc, nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+const errNoCounters = errString("no CPU time or perf events for this cgroup")
+
+type linuxCounters struct {
+	mode string
+	cpu  *rt.CPUTime
+	perf *perf.Counter
+}
+
+func (l *linuxCounters) Mode() string { return l.mode }
+
+func (l *linuxCounters) Read() (Reading, error) {
+	var r Reading
+	if l.perf != nil {
+		if _, err := l.perf.Sample(); err == nil {
+			t := l.perf.Totals()
+			r.Instructions, r.Cycles = t[perf.Instructions], t[perf.Cycles]
+			r.StallsTotal, r.StallsL3Miss = t[perf.StallsTotal], t[perf.StallsL3Miss]
+			r.LLCReferences, r.LLCMisses = t[perf.CacheReferences], t[perf.CacheMisses]
+			if v, ok := t[perf.TaskClock]; ok {
+				r.CPUTime = time.Duration(v)
+			}
+		}
+	}
+	if l.cpu != nil {
+		if ns, err := l.cpu.Read(); err == nil {
+			r.CPUTime = time.Duration(ns)
+		}
+	}
+	return r, nil
+}
+
+func (l *linuxCounters) Close() {
+	if l.cpu != nil {
+		l.cpu.Close()
+	}
+	if l.perf != nil {
+		l.perf.Close()
+	}
+}
+
+// IPCEUnavailable opens perf counters on the agent's own cgroup, as it will on each
+// container's, and says why IPCE cannot be measured here ("" when it can): it needs
+// hardware cycles and the microarchitecture's stall-cycles raw event.
+func IPCEUnavailable(cpus []int) string {
+	cg, err := rt.CgroupOfPID(os.Getpid())
+	if err != nil {
+		return "perf: the agent's own cgroup: " + err.Error()
+	}
+	if len(cpus) == 0 {
+		return "no online CPUs"
+	}
+	c, err := perf.OpenCgroup(cg.PerfEventDir(), cpus[:1], perf.Options{Quiet: true})
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	if c.Mode() != perf.ModeHardware {
+		return fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
+	}
+	for _, e := range c.Events() {
+		if e == perf.StallsTotal {
+			return ""
+		}
+	}
+	return "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
+}
+
+// PercentMBA corrects a machine detected on an AMD CPU whose resctrl mount describes
+// Intel's percentage MBA (a VM on an AMD host mounting the emulator's intel profile):
+// machine.Detect takes the MBA unit from the CPU vendor (1/8 GB/s), but only Intel's
+// info/MB has a granularity above 1 (anchors.md §4). The same correction as colo run's
+// linux platform; it reports whether it changed m.
+func PercentMBA(m *machine.Profile) bool {
+	if m.MBA == nil || m.MBA.Unit != machine.MBAEighthGBps || m.MBA.Gran <= 1 {
+		return false
+	}
+	m.MBA.Unit, m.MBA.Max = machine.MBAPercent, 100
+	return true
+}

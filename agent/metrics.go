@@ -1,0 +1,153 @@
+package agent
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector exposes an agent's latest status to Prometheus: cAdvisor's names for the
+// per-container resctrl metrics (so existing dashboards work) and colo_* metrics. It
+// reads the status published after each tick, so a scrape never touches resctrl.
+type Collector struct {
+	src func() Status
+}
+
+// NewCollector returns a collector over a status source (Agent.Status).
+func NewCollector(src func() Status) *Collector { return &Collector{src: src} }
+
+var (
+	cl      = []string{"id", "name", "image"}
+	descOcc = prometheus.NewDesc("container_llc_occupancy_bytes",
+		"Last level cache usage statistics for container counted with RDT Memory Bandwidth Monitoring (MBM); resctrl llc_occupancy of the container's monitoring group.", cl, nil)
+	descMBM = prometheus.NewDesc("container_memory_bandwidth_bytes",
+		"Total memory bandwidth usage statistics for container counted with RDT Memory Bandwidth Monitoring (MBM); resctrl mbm_total_bytes (cumulative).", cl, nil)
+	descMBMLocal = prometheus.NewDesc("container_memory_bandwidth_local_bytes",
+		"Local memory bandwidth usage statistics for container counted with RDT Memory Bandwidth Monitoring (MBM); resctrl mbm_local_bytes (cumulative).", cl, nil)
+	descClass = prometheus.NewDesc("colo_container_class",
+		"1 for the container's colo.io/class (priority, batch, best-effort) and its state in the policy (queued, running, rejected).", append(cl, "class", "state"), nil)
+	descWays = prometheus.NewDesc("colo_container_llc_ways",
+		"L3 ways of the container's control group (0: system/default).", append(cl, "socket"), nil)
+	descMBA = prometheus.NewDesc("colo_container_mba",
+		"MBA value of the container's control group in the platform's unit (0: system/default's).", append(cl, "socket"), nil)
+	descCPU = prometheus.NewDesc("colo_container_cpu_seconds_total",
+		"CPU time of the container's cgroup; source says how it was counted (hardware or software perf events, cgroup cputime).", append(cl, "source"), nil)
+	descIPC = prometheus.NewDesc("colo_container_ipc",
+		"Instructions per cycle over the last interval (only with a hardware PMU).", cl, nil)
+	descIPCE = prometheus.NewDesc("colo_container_ipce",
+		"IPC efficiency 1 - stall cycles/cycles over the last interval (only with a hardware PMU).", cl, nil)
+	descThreads = prometheus.NewDesc("colo_container_threads",
+		"Threads of the container's cgroup at the last PID sync.", cl, nil)
+	descMon = prometheus.NewDesc("colo_container_monitoring",
+		"1 for how the container is monitored: container (own group), control, class (RMIDs ran out), none.", append(cl, "mode"), nil)
+	descTarget = prometheus.NewDesc("colo_container_target_ipce",
+		"The container's colo.io/target-ipce (absent without one).", cl, nil)
+	descDecisions = prometheus.NewDesc("colo_policy_decisions_total",
+		"Decisions of the policy by kind (place, reject, allocate, migrate, probe).", []string{"policy", "kind"}, nil)
+	descIgnored = prometheus.NewDesc("colo_policy_decisions_ignored_total",
+		"Decisions the agent does not carry out (repin, quota: it does not move or throttle containers it did not start).", []string{"policy", "kind"}, nil)
+	descProbes = prometheus.NewDesc("colo_probes_total",
+		"Allocation probes by outcome (requested, refused: the agent runs no probes).", []string{"outcome"}, nil)
+	descLabelErr = prometheus.NewDesc("colo_label_errors_total",
+		"Container labels whose value was invalid and ignored, by label.", []string{"label"}, nil)
+	descCounts = prometheus.NewDesc("colo_agent_events_total",
+		"Degradations: closid_exhausted (a container lost isolation), rmid_exhausted (monitored by class), apply_errors.", []string{"event"}, nil)
+	descDefault = prometheus.NewDesc("colo_default_llc_mask",
+		"system/default's L3 mask per socket (as a number).", []string{"socket"}, nil)
+	descUp = prometheus.NewDesc("colo_agent_runtime_connected",
+		"1 while the container runtime answers.", []string{"runtime"}, nil)
+	descRdt = prometheus.NewDesc("colo_agent_resctrl_available",
+		"1 while the resctrl mount is usable.", []string{"root"}, nil)
+	descTicks = prometheus.NewDesc("colo_agent_ticks_total", "Agent intervals done.", nil, nil)
+	descTick  = prometheus.NewDesc("colo_agent_tick_seconds",
+		"Duration of the last interval's work (PID sync, counters, policy, resctrl).", nil, nil)
+	descManaged = prometheus.NewDesc("colo_agent_containers",
+		"Managed containers by class.", []string{"class"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descOcc, descMBM, descMBMLocal, descClass, descWays, descMBA, descCPU,
+		descIPC, descIPCE, descThreads, descMon, descTarget, descDecisions, descIgnored, descProbes, descLabelErr,
+		descCounts, descDefault, descUp, descRdt, descTicks, descTick, descManaged} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src()
+	g := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	n := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+	}
+	byClass := map[Class]int{}
+	for _, cs := range st.Containers {
+		byClass[cs.Request.Class]++
+		id := cs.Cgroup
+		if id == "" {
+			id = "/" + cs.ID
+		}
+		l := []string{id, cs.Name, cs.Image}
+		if cs.LLCOccupancyBytes != nil {
+			g(descOcc, *cs.LLCOccupancyBytes, l...)
+		}
+		if cs.MBMTotalBytes != nil {
+			g(descMBM, *cs.MBMTotalBytes, l...)
+		}
+		if cs.MBMLocalBytes != nil {
+			g(descMBMLocal, *cs.MBMLocalBytes, l...)
+		}
+		g(descClass, 1, append(l, string(cs.Request.Class), cs.State)...)
+		sock := fmt.Sprint(cs.Socket)
+		g(descWays, float64(cs.Ways), append(l, sock)...)
+		g(descMBA, float64(cs.MBA), append(l, sock)...)
+		n(descCPU, cs.CPUSeconds, append(l, cs.Counters)...)
+		if cs.IPC != nil {
+			g(descIPC, *cs.IPC, l...)
+		}
+		if cs.IPCE != nil {
+			g(descIPCE, *cs.IPCE, l...)
+		}
+		g(descThreads, float64(cs.Threads), l...)
+		g(descMon, 1, append(l, cs.Monitoring)...)
+		if cs.Request.TargetIPCE > 0 {
+			g(descTarget, cs.Request.TargetIPCE, l...)
+		}
+	}
+	for _, k := range Classes {
+		g(descManaged, float64(byClass[k]), string(k))
+	}
+	for k, v := range st.Decisions.Decisions {
+		n(descDecisions, float64(v), st.Policy, k)
+	}
+	for k, v := range st.Decisions.Ignored {
+		n(descIgnored, float64(v), st.Policy, k)
+	}
+	for k, v := range st.Decisions.Probes {
+		n(descProbes, float64(v), k)
+	}
+	for _, k := range []string{LabelClass, LabelTargetIPCE, LabelLLCWays, LabelMBA} {
+		n(descLabelErr, float64(st.LabelErrors[k]), k)
+	}
+	for _, k := range []string{"closid_exhausted", "rmid_exhausted", "apply_errors"} {
+		n(descCounts, float64(st.Counts[k]), k)
+	}
+	for s, m := range st.DefaultMasks {
+		var v uint64
+		fmt.Sscanf(m, "0x%x", &v)
+		g(descDefault, float64(v), s)
+	}
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	g(descUp, b(st.RuntimeConnected), st.Runtime)
+	g(descRdt, b(st.ResctrlError == "" && st.Ticks > 0), st.ResctrlRoot)
+	n(descTicks, float64(st.Ticks))
+	g(descTick, st.TickSeconds)
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"colo/agent"
+	"colo/bench"
+	"colo/machine"
+	"colo/resctrl"
+	rt "colo/runtime"
+	"colo/sched"
+)
+
+type agentFlags struct {
+	resctrlRoot string
+	listen      string
+	policy      string
+	options     string
+	interval    time.Duration
+	stateDir    string
+	runtime     string
+	logFormat   string
+	logLevel    string
+	noPerf      bool
+}
+
+func init() {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Node daemon: monitor and partition the containers of this host (Docker, containerd NRI)",
+		Long: `colo agent follows the containers that Docker (or containerd through NRI) runs on
+this host, gives each one a resctrl monitoring group, lets an online policy (the same
+schedulers as colo run: static-cat, dynamic, dcat, lfoc+, vp) decide their cache and
+memory-bandwidth allocations, and serves Prometheus /metrics, /healthz and a JSON API
+under /api/v1/. Containers say what they need with labels (colo.io/class =
+priority | batch | best-effort, colo.io/target-ipce, colo.io/llc-ways, colo.io/mba).
+
+SIGTERM/SIGINT return every container to system/default, remove the agent's groups and
+restore system/default's schemata exactly; after a kill -9 the next start undoes what
+the journal under --state-dir records. See docs/agent.md.`,
+		Example: `  colo agent --policy static-cat
+  colo agent --resctrl-root /tmp/emu --state-dir /tmp/colo-agent --interval 100ms
+  colo agent status --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAgent(cmd.Context(), f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.resctrlRoot, "resctrl-root", "", "resctrl mount (default $COLO_RESCTRL_ROOT or /sys/fs/resctrl; an emulator mount works)")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:9464", "HTTP address for /metrics, /healthz and /api/v1/")
+	fl.StringVar(&f.policy, "policy", "", "online policy (default static-cat, or the --policy-options file's implementation): "+strings.Join(sched.Names(), ", "))
+	fl.StringVar(&f.options, "policy-options", "", "YAML file with a scheduler block (the keys of a benchmark's benchmark.scheduler)")
+	fl.DurationVar(&f.interval, "interval", time.Second, "sampling and decision period (at least 20ms)")
+	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/colo", "where the journal of the agent's resctrl changes lives")
+	fl.StringVar(&f.runtime, "runtime", "docker", "container runtime to follow: docker, nri or process")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
+	cmd.AddCommand(agentStatusCmd())
+	rootCmd.AddCommand(cmd)
+}
+
+// checkPrivileges refuses a non-root agent unless root is a writable emulator mount.
+func checkPrivileges(root string) error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	if root != resctrl.DefaultRoot && unix.Access(root, unix.W_OK) == nil {
+		return nil
+	}
+	return fmt.Errorf("colo agent must run as root to change %s (run it with sudo or as a systemd service); a non-root agent needs --resctrl-root pointing at a writable emulator mount (colo resctrl emulate)", root)
+}
+
+func runAgent(ctx context.Context, f agentFlags) error {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return badInputf("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	var h slog.Handler
+	switch f.logFormat {
+	case "text":
+		h = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv})
+	case "json":
+		h = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lv})
+	default:
+		return badInputf("--log-format %q: use text or json", f.logFormat)
+	}
+	log := slog.New(h)
+	if f.interval < 20*time.Millisecond {
+		return badInputf("--interval %v: at least 20ms", f.interval)
+	}
+	var disc agent.Discovery
+	switch f.runtime {
+	case "docker":
+		disc = &agent.Docker{Log: log}
+	case "nri", "process":
+		nd, err := newDiscovery(f.runtime, log)
+		if err != nil {
+			return err
+		}
+		disc = nd
+	default:
+		return badInputf("--runtime %q: use docker, nri or process", f.runtime)
+	}
+	root := resctrl.ResolveRoot(f.resctrlRoot)
+	if _, err := os.Stat(filepath.Join(root, "info")); err != nil {
+		return fmt.Errorf("resctrl is not mounted at %s (%v); mount it (mount -t resctrl resctrl /sys/fs/resctrl) or give --resctrl-root of an emulator mount (colo resctrl emulate)", root, err)
+	}
+	if err := checkPrivileges(root); err != nil {
+		return err
+	}
+	m, err := machine.Detect("/sys", root)
+	if err != nil {
+		return fmt.Errorf("detect this machine: %w", err)
+	}
+	if agent.PercentMBA(m) {
+		log.Info("resctrl describes percentage MBA on this CPU (an emulator mount): MBA is in percent", "root", root)
+	}
+	if f.policy == "" && f.options == "" {
+		f.policy = "static-cat"
+	}
+	cfg, err := bench.LoadScheduler(f.options, m, f.policy)
+	if err != nil {
+		var es bench.Errors
+		if errors.As(err, &es) {
+			return badInput(err)
+		}
+		return err
+	}
+	cpus, _ := rt.OnlineCPUs()
+	env := sched.Env{Machine: m, Config: cfg, CPUQuotaUnavailable: "colo agent does not throttle containers it did not start"}
+	if f.noPerf {
+		env.IPCEUnavailable = "--no-perf"
+	} else {
+		env.IPCEUnavailable = agent.IPCEUnavailable(cpus)
+	}
+	s, err := sched.New(cfg.Implementation, env)
+	if err != nil {
+		return badInput(err)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("--listen %s: the address is already in use (another colo agent? `colo agent status` asks it); choose another with --listen", f.listen)
+		}
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	defer ln.Close()
+	jr, err := agent.OpenJournal(f.stateDir, root)
+	if err != nil {
+		return err
+	}
+	defer jr.Close()
+	g, err := agent.OpenResctrl(root, jr.State().Instance)
+	if err != nil {
+		return fmt.Errorf("resctrl at %s: %w", root, err)
+	}
+	a, err := agent.New(agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
+		Host: agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
+		Interval: f.interval, Log: log})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: agent.Handler(a.Status, 10*f.interval+5*time.Second), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "resctrl", root,
+		"listen", ln.Addr().String(), "instance", jr.State().Instance, "journal", jr.Path(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable))
+	err = a.Run(ctx)
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	srv.Shutdown(sctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	log.Info("colo agent stopped cleanly")
+	return nil
+}
+
+func ipceWord(why string) string {
+	if why == "" {
+		return "measured"
+	}
+	return "unavailable: " + why
+}
+
+func agentStatusCmd() *cobra.Command {
+	var addr string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Ask a running colo agent for its state",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, raw, err := fetchStatus(addr)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				_, err := cmd.OutOrStdout().Write(raw)
+				return err
+			}
+			return writeTop(cmd.OutOrStdout(), st)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9464", "the agent's --listen address")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print /api/v1/status as JSON")
+	return cmd
+}
+
+// fetchStatus reads /api/v1/status of the agent at addr.
+func fetchStatus(addr string) (agent.Status, []byte, error) {
+	var st agent.Status
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + addr + agent.APIVersion + "/status")
+	if err != nil {
+		return st, nil, fmt.Errorf("no colo agent answers at %s (%v); start one with `colo agent` or give --addr", addr, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return st, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return st, nil, fmt.Errorf("agent at %s: %s: %s", addr, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, nil, fmt.Errorf("agent at %s: bad status: %w", addr, err)
+	}
+	return st, b, nil
+}

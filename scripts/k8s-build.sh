@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Builds (once) the Kubernetes binaries the k8s tiers need and caches them in
+# $HOME/.cache/colo-k8s/<version>/bin:
+#   kube-apiserver, kube-scheduler (stock, for the 'default' comparison),
+#   kubelet, etcd (3.6, from a three-line main calling etcdmain.Main), kwok,
+#   and optionally kube-controller-manager (K8S_BUILD_KCM=1).
+# Only what is missing is built. Everything comes from the Go module proxy
+# (k8s.io/kubernetes is built through a wrapper module that replaces every
+# staging module k8s.io/X => k8s.io/X v0.<minor>.<patch>).
+#
+# Usage: scripts/k8s-build.sh [--print-bin]
+#   K8S_VERSION (default 1.36.3), ETCD_VERSION (3.6.16), KWOK_VERSION (0.8.0)
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-1.36.3}
+ETCD_VERSION=${ETCD_VERSION:-3.6.16}
+KWOK_VERSION=${KWOK_VERSION:-0.8.0}
+STAGING_VERSION=v0.${K8S_VERSION#*.}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=${COLO_K8S_CACHE:-$HOME/.cache/colo-k8s}/$K8S_VERSION
+BIN=$ROOT/bin
+
+if [[ "${1:-}" == "--print-bin" ]]; then echo "$BIN"; exit 0; fi
+
+mkdir -p "$BIN" "$ROOT/src/kube" "$ROOT/src/etcd"
+log() { echo "[k8s-build $(date -u +%H:%M:%S)] $*" >&2; }
+
+want=(kube-apiserver kube-scheduler kubelet)
+[[ "${K8S_BUILD_KCM:-0}" == 1 ]] && want+=(kube-controller-manager)
+
+# Writes the wrapper module's go.mod (stdout): require k8s.io/kubernetes and
+# replace each staging module with its published version.
+kube_gomod() {
+  local mod
+  mod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  [[ -f "$mod" ]] || { log "cannot download k8s.io/kubernetes@v$K8S_VERSION"; return 1; }
+  echo "module colo.local/k8sbuild"
+  echo
+  grep '^go ' "$mod"
+  echo
+  # colo itself is required too, so that the module graph (and so the build cache) is the
+  # one of the k8s/ module, which builds colo's scheduler from the same packages.
+  echo "require ("
+  echo "	colo v0.0.0"
+  echo "	k8s.io/kubernetes v$K8S_VERSION"
+  echo ")"
+  echo
+  echo "replace ("
+  echo "	colo => $REPO"
+  grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/src/' "$mod" | awk '{print $1}' |
+    grep -v '^k8s.io/sample-cli-plugin$' |
+    while read -r m; do echo "	$m => $m $STAGING_VERSION"; done
+  echo ")"
+}
+
+missing=()
+for b in "${want[@]}"; do [[ -x "$BIN/$b" ]] || missing+=("$b"); done
+if ((${#missing[@]})); then
+  cd "$ROOT/src/kube"
+  kube_gomod > go.mod.new
+  if ! cmp -s go.mod.new go.mod.src 2>/dev/null; then
+    cp go.mod.new go.mod; cp go.mod.new go.mod.src; rm -f go.sum
+  fi
+  rm -f go.mod.new
+  echo 'package main' > doc.go
+  for b in "${missing[@]}"; do
+    log "building $b (k8s.io/kubernetes v$K8S_VERSION)"
+    t0=$(date +%s)
+    GOFLAGS=-mod=mod go build -ldflags='-s -w' -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b"
+    mv "$BIN/$b.tmp" "$BIN/$b"
+    log "built $b in $(( $(date +%s) - t0 ))s"
+  done
+fi
+
+if [[ ! -x "$BIN/etcd" ]]; then
+  cd "$ROOT/src/etcd"
+  log "building etcd v$ETCD_VERSION"
+  t0=$(date +%s)
+  cat > main.go <<'GO'
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  if [[ ! -f go.mod ]] || ! grep -q "go.etcd.io/etcd/server/v3 v$ETCD_VERSION" go.mod; then
+    rm -f go.mod go.sum
+    go mod init colo.local/etcdbuild >/dev/null 2>&1
+    go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >/dev/null
+    go mod tidy >/dev/null
+  fi
+  go build -ldflags='-s -w' -o "$BIN/etcd.tmp" .
+  mv "$BIN/etcd.tmp" "$BIN/etcd"
+  log "built etcd in $(( $(date +%s) - t0 ))s"
+fi
+
+if [[ ! -x "$BIN/kwok" ]]; then
+  log "building kwok v$KWOK_VERSION"
+  t0=$(date +%s)
+  GOBIN="$BIN" go install -ldflags='-s -w' "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
+  log "built kwok in $(( $(date +%s) - t0 ))s"
+fi
+
+log "all binaries present in $BIN"
