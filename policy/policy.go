@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"math/bits"
-	"sort"
 	"strings"
 	"time"
 
@@ -246,8 +245,12 @@ func Equal(in Input, _ Options) (*Solution, error) {
 // then handed out evenly, the remainder one each to the first applications. It needs
 // len(curves) ≤ total.
 func Lookahead(curves [][]float64, total int) []int {
+	return lookaheadInto(make([]int, len(curves)), curves, total)
+}
+
+// lookaheadInto is Lookahead into w (len(curves)).
+func lookaheadInto(w []int, curves [][]float64, total int) []int {
 	n := len(curves)
-	w := make([]int, n)
 	for i := range w {
 		w[i] = 1
 	}
@@ -306,10 +309,3 @@ func UCPSlowdown(in Input, _ Options) (*Solution, error) {
 }
 
 func popcount(m uint64) int { return bits.OnesCount64(m) }
-
-// sortedByDesc returns idx sorted by descending key (stable: ties keep idx order).
-func sortedByDesc(idx []int, key func(int) float64) []int {
-	out := append([]int(nil), idx...)
-	sort.SliceStable(out, func(a, b int) bool { return key(out[a]) > key(out[b]) })
-	return out
-}
