@@ -53,6 +53,8 @@ type Accountant struct {
 type socketState struct {
 	allocated uint64
 	mbaUsed   int
+	maxGroups int    // 0: no limit (Limit)
+	foreign   uint64 // ways other agents' groups claim (Limit)
 }
 
 // NewAccountant makes an accountant for sockets × totalWays with the given reserve.
@@ -85,8 +87,36 @@ func (a *Accountant) AllocatableMask() uint64 {
 // MBABudget is the MBA percentage groups may commit per socket.
 func (a *Accountant) MBABudget() int { return 100 - a.reserveMBA }
 
-// FreeMask is the allocatable ways of socket s not held by any group.
-func (a *Accountant) FreeMask(s int) uint64 { return a.AllocatableMask() &^ a.sockets[s].allocated }
+// FreeMask is the allocatable ways of socket s not held by any group nor claimed by
+// another agent (Limit).
+func (a *Accountant) FreeMask(s int) uint64 {
+	return a.AllocatableMask() &^ a.sockets[s].allocated &^ a.sockets[s].foreign
+}
+
+// Limit records what the platform's resctrl mount leaves on socket s (the platform's
+// sched.CLOSBudget): at most groups exclusive allocations (each needs a control group
+// of its own, CLOSIDs being few; 0: no limit) and the ways other agents' groups claim,
+// which are never free. Groups already held are kept.
+func (a *Accountant) Limit(s, groups int, foreign uint64) {
+	if s < 0 || s >= len(a.sockets) {
+		return
+	}
+	a.sockets[s].maxGroups, a.sockets[s].foreign = groups, foreign
+}
+
+// groupsLeft says whether socket s can take one more group.
+func (a *Accountant) groupsLeft(s int) bool {
+	if a.sockets[s].maxGroups <= 0 {
+		return true
+	}
+	n := 0
+	for _, g := range a.groups {
+		if g.Socket == s {
+			n++
+		}
+	}
+	return n < a.sockets[s].maxGroups
+}
 
 // AllocatedMask is the union of the groups' ways on socket s.
 func (a *Accountant) AllocatedMask(s int) uint64 { return a.sockets[s].allocated }
@@ -126,7 +156,7 @@ func (a *Accountant) Groups(s int) []Group {
 // Fit says whether ways/mba could be allocated on socket s now (contiguous) and after a
 // consolidation (enough ways in total).
 func (a *Accountant) Fit(s, ways, mba int) (now, afterConsolidation bool) {
-	if s < 0 || s >= len(a.sockets) || ways < 1 || mba < 0 || mba > a.FreeMBA(s) {
+	if s < 0 || s >= len(a.sockets) || ways < 1 || mba < 0 || mba > a.FreeMBA(s) || !a.groupsLeft(s) {
 		return false, false
 	}
 	free := a.FreeMask(s)
@@ -148,6 +178,9 @@ func (a *Accountant) Allocate(name string, s, ways, mba int) (Group, error) {
 	}
 	if mba < 0 || mba > a.FreeMBA(s) {
 		return Group{}, fmt.Errorf("accountant: %q asks for %d%% MBA on socket %d, %d%% uncommitted", name, mba, s, a.FreeMBA(s))
+	}
+	if !a.groupsLeft(s) {
+		return Group{}, fmt.Errorf("accountant: socket %d holds %d groups, every control group (CLOSID) the platform leaves", s, a.sockets[s].maxGroups)
 	}
 	m, ok := resctrl.BestFit(a.FreeMask(s), a.totalWays, ways)
 	if !ok {
@@ -194,13 +227,23 @@ func (a *Accountant) Release(name string) {
 // way, so that all free ways form one run below the reserve (defragmentation, thesis
 // §3.4 "Consolidate"; outer fragmentation, seed000.md §6 item 5). Groups are returned in
 // the order the moves must be applied: each target range is free when its turn comes,
-// so exclusive masks never overlap in between. Groups already in place do not move.
+// so exclusive masks never overlap in between. Groups already in place do not move, and
+// no group moves onto ways another agent claims (Limit).
 func (a *Accountant) Consolidate(s int) []Move {
 	var moves []Move
 	next := 0
+	foreign := a.sockets[s].foreign
 	for _, g := range a.Groups(s) {
 		w := bits.OnesCount64(g.Mask)
 		to := resctrl.Contiguous(next, w)
+		for to&foreign != 0 && next+w < a.totalWays { // skip another agent's ways
+			next++
+			to = resctrl.Contiguous(next, w)
+		}
+		if to&foreign != 0 || to&^a.AllocatableMask() != 0 { // no room: it stays
+			next = bits.Len64(g.Mask)
+			continue
+		}
 		next += w
 		if to == g.Mask {
 			continue

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -158,5 +159,36 @@ func TestAccountantNeverOverCommits(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The platform's resctrl budget: at most Limit groups per socket (CLOSIDs), and ways
+// another agent claims are never free.
+func TestAccountantCLOSBudget(t *testing.T) {
+	a, err := NewAccountant(2, 12, 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Limit(0, 2, 0x3)
+	if a.FreeMask(0) != 0x7fc || a.FreeMask(1) != 0x7ff {
+		t.Fatalf("free masks %#x %#x", a.FreeMask(0), a.FreeMask(1))
+	}
+	for i, name := range []string{"a", "b"} {
+		g, err := a.Allocate(name, 0, 1, 0)
+		if err != nil || g.Mask&0x3 != 0 {
+			t.Fatalf("group %d: %+v %v", i, g, err)
+		}
+	}
+	if now, later := a.Fit(0, 1, 0); now || later {
+		t.Fatal("a third group fits where the mount leaves two")
+	}
+	if _, err := a.Allocate("c", 0, 1, 0); err == nil || !strings.Contains(err.Error(), "CLOSID") {
+		t.Fatalf("third group: %v", err)
+	}
+	if _, err := a.Allocate("c", 1, 1, 0); err != nil { // the other socket has its own budget
+		t.Fatal(err)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

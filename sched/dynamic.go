@@ -153,6 +153,9 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		d.forget(id)
 	}
 	d.now = obs.Now
+	for s, b := range obs.CLOS {
+		d.acct.Limit(s, b.Groups, b.Foreign)
+	}
 	if d.cfg.RDT && !d.probes() && !d.noProbeSaid {
 		d.noProbeSaid = true
 		logf("no allocation probing: IPCE is unavailable on this platform (%s); priority jobs run unallocated in system/default", d.env.IPCEUnavailable)
