@@ -5,8 +5,7 @@ import (
 	"math/bits"
 	"sort"
 
-	"colo/machine"
-	"colo/resctrl"
+	"colo/cbm"
 )
 
 // Thesis accountant defaults: system/default keeps 1 way and 10 % memory bandwidth per
@@ -81,7 +80,7 @@ func (a *Accountant) TotalWays() int { return a.totalWays }
 // AllocatableMask is the ways groups may use on every socket (all but the reserve, which
 // is kept at the top ways as in thesis Fig. 4.14: exclusive 0x03f, default 0xfc0).
 func (a *Accountant) AllocatableMask() uint64 {
-	return resctrl.Contiguous(0, a.totalWays-a.reserveWays)
+	return uint64(cbm.Full(a.totalWays - a.reserveWays))
 }
 
 // MBABudget is the MBA percentage groups may commit per socket.
@@ -129,7 +128,7 @@ func (a *Accountant) FreeMBA(s int) int { return a.MBABudget() - a.sockets[s].mb
 
 // DefaultMask is the mask system/default keeps on socket s: every way no group holds.
 func (a *Accountant) DefaultMask(s int) uint64 {
-	return resctrl.Contiguous(0, a.totalWays) &^ a.sockets[s].allocated
+	return uint64(cbm.Full(a.totalWays)) &^ a.sockets[s].allocated
 }
 
 // Group returns a copy of the named group.
@@ -149,7 +148,7 @@ func (a *Accountant) Groups(s int) []Group {
 			out = append(out, *g)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return Low(out[i].Mask) < Low(out[j].Mask) })
+	sort.Slice(out, func(i, j int) bool { return cbm.Mask(out[i].Mask).Low() < cbm.Mask(out[j].Mask).Low() })
 	return out
 }
 
@@ -160,7 +159,7 @@ func (a *Accountant) Fit(s, ways, mba int) (now, afterConsolidation bool) {
 		return false, false
 	}
 	free := a.FreeMask(s)
-	_, now = resctrl.BestFit(free, a.totalWays, ways)
+	_, now = cbm.BestFit(cbm.Mask(free), a.totalWays, ways)
 	return now, bits.OnesCount64(free) >= ways
 }
 
@@ -182,7 +181,8 @@ func (a *Accountant) Allocate(name string, s, ways, mba int) (Group, error) {
 	if !a.groupsLeft(s) {
 		return Group{}, fmt.Errorf("accountant: socket %d holds %d groups, every control group (CLOSID) the platform leaves", s, a.sockets[s].maxGroups)
 	}
-	m, ok := resctrl.BestFit(a.FreeMask(s), a.totalWays, ways)
+	fit, ok := cbm.BestFit(cbm.Mask(a.FreeMask(s)), a.totalWays, ways)
+	m := uint64(fit)
 	if !ok {
 		return Group{}, fmt.Errorf("accountant: no contiguous %d cache ways available on socket %d (free %#x)", ways, s, a.FreeMask(s))
 	}
@@ -203,7 +203,8 @@ func (a *Accountant) Shrink(name string, ways, mba int) (Group, error) {
 	if ways < 1 || ways > bits.OnesCount64(g.Mask) || mba < 0 || mba > g.MBA {
 		return Group{}, fmt.Errorf("accountant: cannot shrink %q (%d ways, %d%%) to %d ways, %d%%", name, bits.OnesCount64(g.Mask), g.MBA, ways, mba)
 	}
-	nm, _ := LowestWays(g.Mask, ways)
+	lowest, _ := cbm.Mask(g.Mask).LowestWays(ways)
+	nm := uint64(lowest)
 	st := &a.sockets[g.Socket]
 	st.allocated = st.allocated&^g.Mask | nm
 	st.mbaUsed += mba - g.MBA
@@ -235,10 +236,10 @@ func (a *Accountant) Consolidate(s int) []Move {
 	foreign := a.sockets[s].foreign
 	for _, g := range a.Groups(s) {
 		w := bits.OnesCount64(g.Mask)
-		to := resctrl.Contiguous(next, w)
+		to := uint64(cbm.Run(next, w))
 		for to&foreign != 0 && next+w < a.totalWays { // skip another agent's ways
 			next++
-			to = resctrl.Contiguous(next, w)
+			to = uint64(cbm.Run(next, w))
 		}
 		if to&foreign != 0 || to&^a.AllocatableMask() != 0 { // no room: it stays
 			next = bits.Len64(g.Mask)
@@ -267,7 +268,7 @@ func (a *Accountant) Check() error {
 		if g.Mask == 0 {
 			return fmt.Errorf("group %q has no ways", g.Name)
 		}
-		if !machine.Contiguous(g.Mask) {
+		if !cbm.Mask(g.Mask).Contiguous() {
 			return fmt.Errorf("group %q mask %#x not contiguous", g.Name, g.Mask)
 		}
 		if g.Mask&^a.AllocatableMask() != 0 {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"colo/cbm"
 )
 
 func icxAccountant(t *testing.T) *Accountant {
@@ -113,7 +115,7 @@ func TestConsolidateMovesNeverOverlap(t *testing.T) {
 				seen |= m
 			}
 		}
-		if LargestRun(a.FreeMask(0), 12) != a.FreeWays(0) {
+		if cbm.Mask(a.FreeMask(0)).LongestRun(12).Ones() != a.FreeWays(0) {
 			t.Fatalf("free ways not one run after consolidation: %#x", a.FreeMask(0))
 		}
 	}
