@@ -89,7 +89,7 @@ func (o schedOptions) apply(opt *Options) error {
 	if o.Partition != nil {
 		switch *o.Partition {
 		case "lfoc+":
-			opt.Partition = policy.LFOCPlus
+			opt.Partition = nil // LFOC+ through the controller's planner
 		case "lfoc":
 			opt.Partition = func(c []policy.Class, cu []policy.AppCurves, w int, p policy.LFOCParams) ([]policy.Cluster, error) {
 				return policy.LFOCClusters(false, c, cu, w, p)
