@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"colo/cbm"
 	"colo/machine"
 	"colo/perfmodel"
 	"colo/policy"
@@ -116,7 +117,7 @@ func makeResult(wl int, pol string, names []string, masks []uint64, cluster []in
 	out := resultOut{Workload: wl, Policy: pol, STP: r.STP, ANTT: r.ANTT, Unfairness: r.Unfairness, Jain: r.Jain, Warnings: r.Warnings}
 	for i, a := range r.Apps {
 		out.Apps = append(out.Apps, appOut{
-			Name: names[i], Cluster: cluster[i] + 1, Mask: policy.FormatMask(masks[i]), Ways: popcount(masks[i]),
+			Name: names[i], Cluster: cluster[i] + 1, Mask: cbm.Mask(masks[i]).String(), Ways: popcount(masks[i]),
 			Share: a.Share, SlowdownCache: a.SlowdownCache, BWFactor: a.BWFactor, Slowdown: a.Slowdown,
 		})
 	}
@@ -206,8 +207,9 @@ partially share the common ways way by way.`,
 			}
 			masks := make([]uint64, len(ms))
 			for i, s := range ms {
-				if masks[i], err = policy.ParseMask(s); err == nil {
-					err = policy.CheckMask(m, masks[i])
+				var mk cbm.Mask
+				if mk, err = cbm.Parse(s); err == nil {
+					masks[i], err = uint64(mk), m.CheckMask(uint64(mk))
 				}
 				if err != nil {
 					return badInput(fmt.Errorf("--masks, application %d (%s): %w", i+1, names[i], err))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"colo/platform/linux"
 	"colo/resctrl"
 	"colo/resctrl/emu"
+	"colo/resctrl/journal"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -128,17 +130,49 @@ func TestResctrlCLI(t *testing.T) {
 	if out, err = runColo(t, "resctrl", "--root", dir, "mon", "colo.web"); err != nil || !strings.Contains(out, "OCCUPANCY") {
 		t.Fatalf("mon: %q %v", out, err)
 	}
-	if _, err := runColo(t, "resctrl", "--root", dir, "set", "colo.old", "L3:0=f", "--create"); err != nil {
-		t.Fatal(err)
-	}
 	if err := e.Mkdir("theirs"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err = runColo(t, "resctrl", "--root", dir, "reconcile", "--keep", "colo.web"); err != nil || out != "removed colo.old\n" {
+	// A dead instance's journal names its group and system/default as it found it; the
+	// instance squeezed system/default, then died (its PID now has another start time).
+	state := t.TempDir()
+	before, _ := runColo(t, "resctrl", "--root", dir, "show", "/")
+	j, err := journal.Open(state, dir, journal.Record{Kind: "test", Prefix: "colo.dead."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st0, _ := os.ReadFile(filepath.Join(dir, "schemata"))
+	if err := j.SaveDefault(string(st0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.AddGroup("colo.dead.c0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runColo(t, "resctrl", "--root", dir, "set", "colo.dead.c0", "L3:0=3", "--create"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runColo(t, "resctrl", "--root", dir, "set", "/", "L3:0=800;1=800", "--foreign"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runColo(t, "resctrl", "--root", dir, "reconcile", "--state-dir", state); err != nil || out != "no dead colo instance recorded for "+dir+"\n" {
+		t.Fatalf("reconcile while the instance lives: %q %v", out, err)
+	}
+	r := j.Record()
+	r.Start++ // the PID reused by another process: the instance is dead
+	if err := r.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runColo(t, "resctrl", "--root", dir, "reconcile", "--state-dir", state); err != nil || !strings.Contains(out, "removed colo.dead.c0; restored system/default") {
 		t.Fatalf("reconcile: %q %v", out, err)
 	}
 	if g := e.State().Groups; len(g) != 3 || g[1].Path != "colo.web" || g[2].Path != "theirs" {
 		t.Fatalf("after reconcile: %+v", g)
+	}
+	if after, _ := runColo(t, "resctrl", "--root", dir, "show", "/"); after != before {
+		t.Fatalf("system/default not restored exactly:\n%s\nwas\n%s", after, before)
+	}
+	if rs, _ := journal.List(state, dir); len(rs) != 0 {
+		t.Fatalf("records left: %+v", rs)
 	}
 }
 
