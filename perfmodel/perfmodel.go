@@ -297,6 +297,49 @@ func bandwidthFactors(dst []float64, model BWModel, demands, stallsTotal, stalls
 	return nil, fmt.Errorf("unknown bandwidth model %q", model)
 }
 
+// SaturatedFactors is the bus outside a model's domain (a solo demand at or above B for
+// the Morad models, demands beyond what the simple model's proportional rule can share):
+// the bus delivers B in all, shared in proportion to the demands, so every application
+// with a demand is stretched by the oversubscription and the others not at all:
+//
+//	F_i = max(1, Σb_j / B) for b_i > 0,  F_i = 1 for b_i = 0.
+func SaturatedFactors(dst, demands []float64, limit float64) []float64 {
+	dst = ones(dst, len(demands))
+	if noLimit(limit) {
+		return dst
+	}
+	sum := 0.0
+	for _, b := range demands {
+		sum += b
+	}
+	for i, b := range demands {
+		if b > 0 {
+			dst[i] = math.Max(1, sum/limit)
+		}
+	}
+	return dst
+}
+
+// ContendedFactors is the bandwidth contention a running machine experiences (the
+// simulator's bus): BandwidthFactors where the model applies, and outside its domain
+// SaturatedFactors (weighted by the memory-bound stalls under the stalls model, as
+// StallsFactor weights the Morad factor); inModel is false then. colo eval refuses such
+// inputs instead (BandwidthFactors' error), so both agree wherever eval answers. dst is
+// reused when large enough.
+func ContendedFactors(dst []float64, model BWModel, demands, stallsTotal, stallsMem []float64, limit float64) (f []float64, inModel bool) {
+	f, err := bandwidthFactors(dst, model, demands, stallsTotal, stallsMem, limit)
+	if err == nil {
+		return f, true
+	}
+	f = SaturatedFactors(dst, demands, limit)
+	if model == Stalls && len(stallsTotal) == len(f) && len(stallsMem) == len(f) {
+		for i := range f {
+			f[i] = StallsFactor(f[i], stallsTotal[i], stallsMem[i])
+		}
+	}
+	return f, false
+}
+
 func noLimit(limit float64) bool { return limit <= 0 || math.IsInf(limit, 1) || math.IsNaN(limit) }
 
 func ones(dst []float64, n int) []float64 {

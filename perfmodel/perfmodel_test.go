@@ -1,6 +1,7 @@
 package perfmodel
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -320,5 +321,38 @@ func TestMoradMonotone(t *testing.T) {
 			}
 			prev = f
 		}
+	}
+}
+
+// The simulator's bus (ContendedFactors) gives exactly eval's factors (BandwidthFactors)
+// wherever the model applies, oversubscribed or not; outside the model's domain it gives
+// the saturated bus, which never slows an application without demand.
+func TestContendedFactorsAgreeWithEval(t *testing.T) {
+	T, M := []float64{0.6, 0.5, 0.4}, []float64{0.3, 0.1, 0.2}
+	for _, model := range []BWModel{None, Simple, Morad, Stalls} {
+		for _, d := range [][]float64{{5000, 8000, 3000}, {15000, 12000, 9000}, {20000, 0, 30000}} {
+			want, err := BandwidthFactors(model, d, T, M, 35000)
+			if err != nil {
+				t.Fatalf("%s %v: %v", model, d, err)
+			}
+			got, in := ContendedFactors(make([]float64, 1), model, d, T, M, 35000)
+			if !in || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s %v: simulator %v (in model %v), eval %v", model, d, got, in, want)
+			}
+		}
+	}
+	// a solo demand above B: eval refuses, the bus saturates (Σb/B = 2 for the demanding)
+	d := []float64{40000, 0, 30000}
+	if _, err := BandwidthFactors(Morad, d, nil, nil, 35000); err == nil {
+		t.Fatal("eval accepted a solo demand above the limit")
+	}
+	f, in := ContendedFactors(nil, Morad, d, nil, nil, 35000)
+	if in || f[0] != 2 || f[1] != 1 || f[2] != 2 {
+		t.Errorf("saturated bus %v (in model %v), want [2 1 2]", f, in)
+	}
+	// the stalls model stretches only the memory-bound stalls: (0.6 + 0.3·(2−1))/0.6 = 1.5
+	f, _ = ContendedFactors(nil, Stalls, d, T, M, 35000)
+	if math.Abs(f[0]-1.5) > 1e-12 || f[1] != 1 {
+		t.Errorf("saturated stalls factors %v, want 1.5 and 1", f)
 	}
 }
