@@ -51,11 +51,67 @@ func Stressor(kind string, llcBytes int64) (sim.Workload, error) {
 	return sim.Single(a, 1), nil
 }
 
+// TenantSettle is the virtual time between setting up an isolated probe's partition and
+// its baseline segment: the thesis's setup takes about 1 s (seed000.md §2.6).
+const TenantSettle = time.Second
+
+// tenants stands in for the other tenants of a busy host while an isolated probe runs
+// (seed000.md §2.6 measured on a host with 15 noisy containers, §5.2): a data-intensive
+// workload (the LLC stressor's model) on a free core of the neighbour's LLC domain, in the
+// next CLOS with the ways outside the probe's partition. CAT confines where lines are
+// allocated, not where they hit: the target keeps hitting the lines it cached outside the
+// partition before the probe until someone else's fills evict them. On a real host the
+// other tenants do that within moments. Without them the simulated socket would be
+// idle outside the partition, and the probe would measure those stale lines instead of
+// the partition (ς_LLC ≈ 0). It returns the function that removes the tenant and restores
+// its CLOS.
+func tenants(m *sim.Machine, partition int, partMask uint64, neighbourCores []int) (func(), error) {
+	prof := m.Profile()
+	clos := partition + 1
+	if clos >= prof.CAT.NumCLOSIDs {
+		return nil, fmt.Errorf("sensitivity probe: no CLOS left after %d for the other tenants (the machine has %d)", partition, prof.CAT.NumCLOSIDs)
+	}
+	rest := prof.FullMask() &^ partMask
+	if rest == 0 {
+		return func() {}, nil // the partition is the whole cache: nothing outside to evict
+	}
+	oldMasks, oldMBA := m.CLOS(clos)
+	masks := make([]uint64, len(oldMasks))
+	for i := range masks {
+		masks[i] = rest
+	}
+	if err := m.SetCLOS(clos, masks, oldMBA); err != nil {
+		return nil, fmt.Errorf("sensitivity probe: tenants' CLOS: %w", err)
+	}
+	w, err := Stressor(probe.StressLLC, prof.LLC.SizeBytes)
+	if err != nil {
+		return nil, err
+	}
+	w.Name = "host-tenants"
+	d := prof.DomainOfCore(neighbourCores[0])
+	per := prof.CoresPerDomain()
+	for c := (d+1)*per - 1; c >= d*per; c-- {
+		id, err := m.AddWorkload(w, []int{c})
+		if err != nil {
+			continue // core taken
+		}
+		if err := m.Assign(id, clos); err != nil {
+			m.RemoveWorkload(id)
+			return nil, err
+		}
+		return func() { m.RemoveWorkload(id); m.SetCLOS(clos, oldMasks, oldMBA) }, nil
+	}
+	m.SetCLOS(clos, oldMasks, oldMBA)
+	return nil, fmt.Errorf("sensitivity probe: no free core in LLC domain %d for the other tenants", d)
+}
+
 // Probe runs the sensitivity probe of workload target (in CLOS targetCLOS) on the
 // simulated machine m, with the neighbour on neighbourCores and, when cfg.Isolated, both in
 // CLOS partition with cfg.Ways ways (the lowest) and cfg.MBA percent on every domain. The
 // partition CLOS and the target's class are restored afterwards; the neighbour is removed.
-// It advances m's virtual clock by the probe's segments.
+// An isolated probe also runs the other tenants' pressure outside the partition (tenants,
+// CLOS partition+1) and waits TenantSettle before its baseline. It advances m's virtual
+// clock by the probe's segments (plus TenantSettle when isolated).
 func Probe(m *sim.Machine, target sim.ID, targetCLOS int, neighbourCores []int, partition int, cfg probe.SensitivityConfig) (probe.SensitivityResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return probe.SensitivityResult{}, err
@@ -81,6 +137,12 @@ func Probe(m *sim.Machine, target sim.ID, targetCLOS int, neighbourCores []int, 
 			return probe.SensitivityResult{}, err
 		}
 		defer m.Assign(target, targetCLOS)
+		stop, err := tenants(m, partition, masks[0], neighbourCores)
+		if err != nil {
+			return probe.SensitivityResult{}, err
+		}
+		defer stop()
+		m.Step(TenantSettle)
 	}
 	d := &driver{m: m, target: target, cores: neighbourCores, partition: -1, llc: prof.LLC.SizeBytes}
 	if cfg.Isolated {

@@ -41,9 +41,10 @@ func probeOn(t *testing.T, w sim.Workload, seed uint64, cfg probe.SensitivityCon
 	if len(m.Workloads()) != 1 {
 		t.Fatalf("neighbour left behind: %v", m.Workloads())
 	}
-	masks, _ := m.CLOS(1)
-	if masks[0] != m.Profile().FullMask() {
-		t.Fatalf("partition not restored: %#x", masks[0])
+	for _, clos := range []int{1, 2} { // the partition and the other tenants' class
+		if masks, _ := m.CLOS(clos); masks[0] != m.Profile().FullMask() {
+			t.Fatalf("CLOS %d not restored: %#x", clos, masks[0])
+		}
 	}
 	return r
 }
@@ -89,20 +90,29 @@ func TestSensitivityProbeOnSim(t *testing.T) {
 	}
 }
 
-// In the thesis's isolated partition (6 ways, 50 % MBA) the simulated target keeps the
-// lines it cached outside the partition before the probe (CAT limits where lines are
-// allocated, not where they hit), and nothing else on the simulated socket evicts them, so
-// the LLC stressor inside the partition cannot reach them: ς_LLC ≈ 0 there. This test pins
-// that behaviour down (it documents a difference from a busy real host, where other
-// tenants evict those lines) and checks the partition is set up and restored.
+// seed000.md §2.6 and §5.2 measured the isolated probe (6 ways, 50 % MBA) on a busy host.
+// There, a workload with locality (neighbor 6 MB, 1 GB pages) is clearly LLC-sensitive,
+// and a CPU-bound one is not. The 2 MB-page variant is already starving at baseline in
+// the partition, so its measured sensitivity is lower than the 1 GB variant's: the
+// isolation bias. The other tenants (tenants) keep the target's lines outside the
+// partition from shielding it.
 func TestSensitivityProbeIsolatedOnSim(t *testing.T) {
 	nb := probeOn(t, sim.Neighbor(6<<20, sim.Page1G), 1, probe.DefaultSensitivityConfig())
+	nb2 := probeOn(t, sim.Neighbor(6<<20, sim.Page2M), 1, probe.DefaultSensitivityConfig())
 	cpu := probeOn(t, sim.CPULoop(), 1, probe.DefaultSensitivityConfig())
-	t.Logf("isolated 6 ways/50 %%: neighbor IPCE ς %+v; cpu loop %+v", nb.IPCE, cpu.IPCE)
-	if nb.IPCE.LLC > 0.05 || cpu.IPCE.LLC > 0.05 {
-		t.Fatalf("stale lines outside the partition should shield the target: %v, %v", nb.IPCE.LLC, cpu.IPCE.LLC)
+	t.Logf("isolated 6 ways/50 %%: neighbor 1G IPCE ς %+v (base %.3f); 2M %+v (base %.3f); cpu loop %+v", nb.IPCE, nb.Base.IPCE, nb2.IPCE, nb2.Base.IPCE, cpu.IPCE)
+	if nb.IPCE.LLC < 0.3 {
+		t.Errorf("neighbor 1G's LLC sensitivity in the partition %.3f, want clear (≥ 0.3)", nb.IPCE.LLC)
 	}
-	// Bandwidth stressors still reach it through the shared memory bus.
+	for i, v := range cpu.IPCE.Slice() {
+		if v > 0.05 {
+			t.Errorf("cpu loop's %s sensitivity %.3f in the partition, want ≈ 0", probe.Stressors[i], v)
+		}
+	}
+	if !(nb2.Base.IPCE < nb.Base.IPCE && nb2.IPCE.LLC < nb.IPCE.LLC) {
+		t.Errorf("isolation bias: 2M baseline %.3f / ς_LLC %.3f should sit below 1G's %.3f / %.3f", nb2.Base.IPCE, nb2.IPCE.LLC, nb.Base.IPCE, nb.IPCE.LLC)
+	}
+	// Bandwidth stressors reach it through the shared memory bus.
 	if nb.IPCE.MemRead <= cpu.IPCE.MemRead {
 		t.Fatalf("mem-read: neighbor %v should exceed cpu loop %v", nb.IPCE.MemRead, cpu.IPCE.MemRead)
 	}
