@@ -85,7 +85,7 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // InstallCRD creates the NodeInterference CRD from the deploy base and waits until the
 // API server serves it.
 func InstallCRD(ctx context.Context, dc dynamic.Interface, c *testcluster.Cluster) error {
-	b, err := deploy.Base.ReadFile(deploy.CRD)
+	b, err := deploy.FS.ReadFile(deploy.CRD)
 	if err != nil {
 		return err
 	}
