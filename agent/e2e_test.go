@@ -354,37 +354,95 @@ func scrape(t *testing.T, agentAddr, prefix string) {
 	deadline := time.Now().Add(90 * time.Second)
 	var names []string
 	for time.Now().Before(deadline) {
-		names = query(addr, q)
+		names, _ = query(addr, q)
 		if len(names) == 2 {
-			return
+			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Errorf("PromQL %s returned series %v, want one per container (2)\nprometheus:\n%s", q, names, tail(out.String(), 2000))
+	if len(names) != 2 {
+		t.Fatalf("PromQL %s returned series %v, want one per container (2)\nprometheus:\n%s", q, names, tail(out.String(), 2000))
+	}
+	checkDashboard(t, addr, prefix+"-.*", deadline)
 }
 
-func query(addr, q string) []string {
+// checkDashboard runs every PromQL expression of dashboards/colo-agent.json on the real
+// prometheus: each must be accepted, and each must return series except those that need
+// a hardware PMU (IPC, IPCE).
+func checkDashboard(t *testing.T, addr, containers string, deadline time.Time) {
+	t.Helper()
+	b, err := os.ReadFile("../dashboards/colo-agent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			n++
+			expr := strings.ReplaceAll(tg.Expr, "$container", containers)
+			pmu := strings.Contains(expr, "colo_container_ipc")
+			for {
+				names, status := query(addr, expr)
+				if status != "success" {
+					t.Errorf("panel %q: prometheus does not accept %s: %s", p.Title, expr, status)
+					break
+				}
+				if len(names) > 0 || pmu {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("panel %q: %s returns no series", p.Title, expr)
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("dashboard has %d queries", n)
+	}
+}
+
+// query runs an instant PromQL query and returns the series' name labels and the
+// response status ("success", or the error).
+func query(addr, q string) ([]string, string) {
 	resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
 	if err != nil {
-		return nil
+		return nil, err.Error()
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var r struct {
-		Data struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
 			Result []struct {
 				Metric map[string]string `json:"metric"`
 			} `json:"result"`
 		} `json:"data"`
 	}
 	if json.Unmarshal(b, &r) != nil {
-		return nil
+		return nil, string(b)
+	}
+	if r.Status != "success" {
+		return nil, r.Status + ": " + r.Error
 	}
 	var names []string
 	for _, s := range r.Data.Result {
 		names = append(names, s.Metric["name"])
 	}
-	return names
+	return names, r.Status
 }
 
 func tail(s string, n int) string {

@@ -120,14 +120,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, k := range Classes {
 		g(descManaged, float64(byClass[k]), string(k))
 	}
-	for k, v := range st.Decisions.Decisions {
-		n(descDecisions, float64(v), st.Policy, k)
+	for _, k := range []string{"place", "reject", "allocate", "migrate", "probe"} {
+		n(descDecisions, float64(st.Decisions.Decisions[k]), st.Policy, k)
 	}
-	for k, v := range st.Decisions.Ignored {
-		n(descIgnored, float64(v), st.Policy, k)
+	for _, k := range []string{"repin", "quota"} {
+		n(descIgnored, float64(st.Decisions.Ignored[k]), st.Policy, k)
 	}
-	for k, v := range st.Decisions.Probes {
-		n(descProbes, float64(v), k)
+	for _, k := range []string{"requested", "refused"} {
+		n(descProbes, float64(st.Decisions.Probes[k]), k)
 	}
 	for _, k := range []string{LabelClass, LabelTargetIPCE, LabelLLCWays, LabelMBA} {
 		n(descLabelErr, float64(st.LabelErrors[k]), k)
