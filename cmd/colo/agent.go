@@ -38,6 +38,7 @@ type agentFlags struct {
 	logFormat   string
 	logLevel    string
 	noPerf      bool
+	nriSocket   string
 }
 
 func init() {
@@ -71,6 +72,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.runtime, "runtime", "docker", "container runtime to follow: docker, nri or process")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.nriSocket, "nri-socket", agent.DefaultNRISocket, "containerd's NRI socket (--runtime nri)")
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
 	cmd.AddCommand(agentStatusCmd())
 	rootCmd.AddCommand(cmd)
@@ -110,7 +112,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	case "docker":
 		disc = &agent.Docker{Log: log}
 	case "nri", "process":
-		nd, err := newDiscovery(f.runtime, log)
+		nd, err := newDiscovery(f, log)
 		if err != nil {
 			return err
 		}
