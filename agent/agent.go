@@ -79,10 +79,13 @@ type Agent struct {
 	core  *Core
 	start time.Time
 
-	mu       sync.Mutex
-	live     map[string]*live
-	status   Status
-	runtime  struct{ up bool; err string }
+	mu      sync.Mutex
+	live    map[string]*live
+	status  Status
+	runtime struct {
+		up  bool
+		err string
+	}
 	labelErr map[string]int
 	counts   map[string]int // closid-exhausted, rmid-exhausted, apply-errors…
 	def      map[int]uint64 // system/default as applied

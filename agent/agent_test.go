@@ -239,3 +239,54 @@ func TestAgentReconcilesAfterKill(t *testing.T) {
 	}
 }
 
+// With fewer CLOSIDs and RMIDs in resctrl than the policy assumes, containers that get no
+// control group stay in system/default (lost isolation, counted and logged) and those
+// that get no monitoring group of their own are monitored by class or through their
+// control group; shutdown still restores everything.
+func TestAgentDegradesWhenCLOSIDsAndRMIDsRunOut(t *testing.T) {
+	p, err := emu.NamedProfile("intel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.L3.NumCLOSIDs, p.MB.NumCLOSIDs, p.Mon.NumRMIDs = 3, 3, 5
+	em, err := emu.New(p, emu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := em.State()
+	h := startAgent(t, em, "static-cat", t.TempDir())
+	var cs []Container
+	for i := 0; i < 5; i++ {
+		cs = append(cs, newContainer(fmt.Sprintf("dddd%04d", i), Priority, []int{400 + i}, h))
+	}
+	h.rt.ch <- Event{Kind: Sync, Containers: cs}
+	st := h.until("exhaustion handled", func(st Status) bool {
+		return len(st.Containers) == 5 && st.Counts["closid_exhausted"] > 0 && st.Counts["rmid_exhausted"] > 0
+	})
+	ctrl, modes := 0, map[string]int{}
+	for _, c := range st.Containers {
+		if c.CtrlGroup != "" {
+			ctrl++
+		}
+		modes[c.Monitoring]++
+	}
+	if ctrl != 2 {
+		t.Errorf("%d containers have control groups; 3 CLOSIDs leave 2 besides system/default", ctrl)
+	}
+	if modes["class"]+modes["control"] == 0 {
+		t.Errorf("no container degraded to class or control-group monitoring: %v", modes)
+	}
+	notes := strings.Join(st.Notes, "\n")
+	if !strings.Contains(notes, "loses isolation") || !strings.Contains(notes, "RMIDs exhausted") {
+		t.Errorf("degradations not said:\n%s", notes)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := em.State()
+	after.Generation = before.Generation
+	after.Groups[0].Tasks = before.Groups[0].Tasks
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("emulator changed after shutdown:\nbefore %+v\nafter  %+v", before, after)
+	}
+}

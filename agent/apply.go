@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"syscall"
+	"time"
 
 	"colo/resctrl"
 	"colo/sched"
@@ -30,6 +31,12 @@ type live struct {
 	monOK       bool
 	// refused is the last target resctrl refused (not retried until the plan changes)
 	refused *Target
+	// synced is the thread list last found in the container's groups and when its
+	// groups were last read back (PID sync reads resctrl only when the cgroup's threads
+	// changed, or once a second)
+	synced    []int
+	syncedAt  time.Time
+	syncedMon string
 }
 
 func (a *Agent) key(mb *Member) string {
@@ -124,6 +131,10 @@ func (a *Agent) syncTasks(mb *Member, l *live) {
 		return // exited: the runtime's event follows
 	}
 	l.threads = len(tids)
+	if l.syncedMon == l.mon+"|"+l.ctrl && time.Since(l.syncedAt) < time.Second && sameInts(tids, l.synced) {
+		return
+	}
+	defer func() { l.synced, l.syncedAt, l.syncedMon = tids, time.Now(), l.mon+"|"+l.ctrl }()
 	where := l.mon
 	if where == "" {
 		where = l.ctrl
@@ -151,6 +162,18 @@ func (a *Agent) syncTasks(mb *Member, l *live) {
 	if _, err := a.o.Groups.AddTasks(where, add); err != nil {
 		a.o.Log.Debug("moving threads", "container", mb.Name, "group", where, "err", err)
 	}
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // leave returns a container's threads to system/default and removes its groups.
@@ -250,10 +273,20 @@ func (a *Agent) place(mb *Member, l *live, t Target) {
 		a.syncTasks(mb, l)
 	case t.Mask != 0 && l.ctrl == "":
 		name := a.key(mb)
-		if err := a.create(name); err != nil {
+		err := a.create(name)
+		if exhausted(err) && l.mon != "" && !l.classMon {
+			// a control group needs an RMID too: give up the container's own
+			// monitoring group (its control group will monitor it) and try again
+			a.destroy(l.mon)
+			l.mon = ""
+			if err = a.create(name); err != nil {
+				a.ensureMon(mb, l)
+			}
+		}
+		if err != nil {
 			if exhausted(err) {
 				a.count("closid_exhausted")
-				a.note(slog.LevelWarn, "CLOSIDs exhausted: container stays in system/default and loses isolation", "container", mb.Name, "mask", fmt.Sprintf("%#x", t.Mask))
+				a.note(slog.LevelWarn, "CLOSIDs (or RMIDs) exhausted: container stays in system/default and loses isolation", "container", mb.Name, "mask", fmt.Sprintf("%#x", t.Mask))
 			} else {
 				a.count("apply_errors")
 				a.note(slog.LevelWarn, "create control group", "container", mb.Name, "err", err)

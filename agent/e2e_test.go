@@ -137,11 +137,11 @@ func runContainer(t testing.TB, image, name string, labels ...string) (id string
 }
 
 type agentProc struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	addr   string
-	logf   string
-	done   chan error
+	t    testing.TB
+	cmd  *exec.Cmd
+	addr string
+	logf string
+	done chan error
 }
 
 func startAgent(t testing.TB, bin, root, state, policy string) *agentProc {

@@ -147,10 +147,19 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	cpus, _ := rt.OnlineCPUs()
 	env := sched.Env{Machine: m, Config: cfg, CPUQuotaUnavailable: "colo agent does not throttle containers it did not start"}
+	counters := "cgroup CPU time (--no-perf)"
 	if f.noPerf {
 		env.IPCEUnavailable = "--no-perf"
 	} else {
-		env.IPCEUnavailable = agent.IPCEUnavailable(cpus)
+		var hw bool
+		hw, env.IPCEUnavailable = agent.ProbePerf(cpus)
+		if hw {
+			counters = "hardware perf events per cgroup + CPU time"
+		} else {
+			// software events say no more than the cgroup's CPU time: not opened
+			f.noPerf = true
+			counters = "cgroup CPU time (no hardware PMU)"
+		}
 	}
 	s, err := sched.New(cfg.Implementation, env)
 	if err != nil {
@@ -174,7 +183,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return fmt.Errorf("resctrl at %s: %w", root, err)
 	}
 	a, err := agent.New(agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
-		Host: agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
+		Host:     agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
 		Interval: f.interval, Log: log})
 	if err != nil {
 		return err
@@ -187,7 +196,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "resctrl", root,
-		"listen", ln.Addr().String(), "instance", jr.State().Instance, "journal", jr.Path(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable))
+		"listen", ln.Addr().String(), "instance", jr.State().Instance, "journal", jr.Path(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable), "counters", counters)
 	err = a.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	srv.Shutdown(sctx)
