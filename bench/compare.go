@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,8 @@ type RunOptions struct {
 	Wall func() time.Time
 	// Hooks watch every scheduler's run (progress, interval metrics).
 	Hooks Hooks
+	// Ctx cancels the runs (Options.Ctx); nil: never cancelled.
+	Ctx context.Context
 }
 
 // RunAll runs the benchmark's trace once per scheduler, each on a fresh platform, and
@@ -78,7 +81,14 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 	}
 	rep := &Report{Benchmark: bm.Name, File: bm.File, Machine: bm.Machine.Name, Platform: bm.Platform,
 		TraceSeed: bm.TraceSeed, Jobs: len(bm.Jobs), MaxT: bm.MaxT.Seconds()}
+	ctx := opt.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	for _, name := range names {
+		if ctx.Err() != nil {
+			return rep, interrupted(ctx)
+		}
 		// the platform first: on linux it detects the host, whose geometry the scheduler
 		// and the report must use (not the YAML's machine:)
 		pf, err := NewPlatform(bm)
@@ -94,7 +104,8 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		s, err := sched.New(name, env)
 		if err != nil {
 			pf.Close()
-			return nil, err
+			// options the scheduler rejects are bad input in the benchmark file
+			return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 		}
 		var rec Recorder = Discard{}
 		finish := func(Summary) error { return nil }
@@ -108,9 +119,16 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		if opt.Wall != nil {
 			t0 = opt.Wall()
 		}
-		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec, Hooks: opt.Hooks})
+		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec, Hooks: opt.Hooks, Ctx: ctx})
 		if cerr := pf.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("platform close: %w", cerr)
+		} else if cerr != nil {
+			err = errors.Join(err, fmt.Errorf("platform close: %w", cerr))
+		}
+		if errors.Is(err, ErrInterrupted) {
+			// what ran so far, without a summary: the run is not complete
+			rep.Results = append(rep.Results, res)
+			return rep, err
 		}
 		if err != nil {
 			var be *Error
@@ -147,7 +165,11 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 
 // WriteTable prints the report side by side, one column per scheduler.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%s — %d jobs on %s (%s), %s of virtual time", r.Benchmark, r.Jobs, r.Machine, r.Platform, time.Duration(r.MaxT*float64(time.Second)))
+	clock := "virtual time"
+	if r.Platform != "sim" && r.Platform != "" {
+		clock = "wall time" // a real host's run takes as long as its trace
+	}
+	fmt.Fprintf(w, "%s — %d jobs on %s (%s), %s of %s", r.Benchmark, r.Jobs, r.Machine, r.Platform, time.Duration(r.MaxT*float64(time.Second)), clock)
 	if r.TraceSeed != 0 {
 		fmt.Fprintf(w, ", trace seed %d", r.TraceSeed)
 	}
@@ -186,8 +208,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("jobs rejected", func(s Summary) string { return fmt.Sprint(s.JobsRejected) })
 	row("jobs queued at max_t", func(s Summary) string { return fmt.Sprint(s.JobsQueuedAtEnd) })
 	row("jobs arriving after max_t", func(s Summary) string { return fmt.Sprint(s.JobsNotStarted) })
-	row("queueing delay mean", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayMean) })
-	row("queueing delay p90", func(s Summary) string { return fmt.Sprintf("%.1f s", s.QueueDelayP90) })
+	secs := func(x float64) string {
+		if math.IsNaN(x) {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f s", x)
+	}
+	row("queueing delay mean", func(s Summary) string { return secs(s.QueueDelayMean) })
+	row("queueing delay p90", func(s Summary) string { return secs(s.QueueDelayP90) })
 	row("probes (failed)", func(s Summary) string { return fmt.Sprintf("%d (%d)", s.Probes, s.ProbesFailed) })
 	row("re-probes", func(s Summary) string { return fmt.Sprint(s.Reprobes) })
 	row("migrations", func(s Summary) string { return fmt.Sprint(s.Migrations) })
@@ -216,6 +244,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// StartFailures returns how many jobs could not be started, over every scheduler's run.
+func (r *Report) StartFailures() int {
+	n := 0
+	for _, res := range r.Results {
+		if res != nil {
+			n += res.StartFailures
+		}
+	}
+	return n
 }
 
 // CheckScheduler says whether a scheduler name is registered.

@@ -213,6 +213,11 @@ func (c *CoreCount) UnmarshalYAML(n *yaml.Node) error {
 			return err
 		}
 		c.Choices = xs
+		for _, x := range xs {
+			if x < 0 || x > MaxCPU {
+				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: num_cores %d must be in 1..%d", n.Line, x, MaxCPU)}}
+			}
+		}
 	case yaml.ScalarNode:
 		xs, err := parseIntSet(n.Value)
 		if err != nil {
@@ -234,7 +239,15 @@ type CoreList struct{ CPUs []int }
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (c *CoreList) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.SequenceNode {
-		return n.Decode(&c.CPUs)
+		if err := n.Decode(&c.CPUs); err != nil {
+			return err
+		}
+		for _, x := range c.CPUs {
+			if x < 0 || x > MaxCPU {
+				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: core %d must be in 0..%d", n.Line, x, MaxCPU)}}
+			}
+		}
+		return nil
 	}
 	xs, err := parseIntSet(n.Value)
 	if err != nil {
@@ -244,7 +257,13 @@ func (c *CoreList) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// parseIntSet parses "2", "2-4", "1, 2, 3, 12" or "0-3,8" into distinct ascending ints.
+// MaxCPU is the largest CPU number or core count a benchmark may name (the kernel's
+// NR_CPUS limit is 8192 on common configurations; 65535 leaves room). Checked at parse
+// time so that a range such as 0-9999999999 is an error, not a loop.
+const MaxCPU = 1<<16 - 1
+
+// parseIntSet parses "2", "2-4", "1, 2, 3, 12" or "0-3,8" into distinct ascending ints,
+// each at most MaxCPU.
 func parseIntSet(s string) ([]int, error) {
 	seen := map[int]bool{}
 	for _, part := range strings.Split(s, ",") {
@@ -260,6 +279,9 @@ func parseIntSet(s string) ([]int, error) {
 		b, err2 := strconv.Atoi(hi)
 		if err1 != nil || err2 != nil || a < 0 || b < a {
 			return nil, fmt.Errorf("%q is not a number or range", part)
+		}
+		if b > MaxCPU {
+			return nil, fmt.Errorf("%q: %d is above the limit of %d", part, b, MaxCPU)
 		}
 		for x := a; x <= b; x++ {
 			seen[x] = true

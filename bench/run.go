@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -19,6 +21,18 @@ type Options struct {
 	Recorder Recorder
 	// Hooks watch the run as it goes (progress, interval metrics).
 	Hooks Hooks
+	// Ctx cancels the run (SIGINT/SIGTERM): the loop stops at its next step, running jobs
+	// are recorded as killed ("interrupted") and Run returns what it has with an error
+	// wrapping ErrInterrupted. nil: never cancelled.
+	Ctx context.Context
+}
+
+// ErrInterrupted is wrapped by the error of a run stopped through Options.Ctx.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted returns an error wrapping ErrInterrupted and ctx's cause.
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(ctx))
 }
 
 type rjob struct {
@@ -79,7 +93,10 @@ type Result struct {
 	// scheduler applied (a failed or lost allocation).
 	AllocationMismatches int
 	AllocationErrors     int
-	Warnings             []string
+	// StartFailures counts jobs the platform could not start (recorded as rejected):
+	// `colo run` exits 1 when there are any.
+	StartFailures int
+	Warnings      []string
 }
 
 type runner struct {
@@ -99,6 +116,7 @@ type runner struct {
 	defMask map[int]uint64
 	live    []*rjob // running jobs by ID
 	err     error
+	ctx     context.Context
 	obs     *observer
 }
 
@@ -144,7 +162,10 @@ func Run(bm *Benchmark, pf Platform, sch sched.Scheduler, opt Options) (*Result,
 		}
 	}
 	r := &runner{bm: bm, m: pf.Machine(), pf: pf, sch: sch, rec: opt.Recorder, warn: opt.Warn, byID: map[int]*rjob{},
-		busy: map[int]int{}, res: &Result{Scheduler: sch.Name()}, defMask: map[int]uint64{}, obs: newObserver(opt.Hooks, sch.Name())}
+		busy: map[int]int{}, res: &Result{Scheduler: sch.Name()}, defMask: map[int]uint64{}, obs: newObserver(opt.Hooks, sch.Name()), ctx: opt.Ctx}
+	if r.ctx == nil {
+		r.ctx = context.Background()
+	}
 	if r.rec == nil {
 		r.rec = Discard{}
 	}
@@ -174,7 +195,12 @@ func (r *runner) loop() error {
 	nextArrival := 0
 	nextTick := time.Duration(0)
 	idleTicks := 0
+	stopped := false // cancelled through Options.Ctx
 	for r.err == nil {
+		if r.ctx.Err() != nil {
+			stopped = true
+			break
+		}
 		now := pf.Now()
 		if bm.MaxT > 0 && now >= bm.MaxT {
 			break
@@ -266,23 +292,33 @@ func (r *runner) loop() error {
 		}
 	}
 	end := pf.Now()
+	atEnd := "at max_t"
+	if stopped {
+		atEnd = "when the run was interrupted"
+	}
 	for _, j := range r.running() {
 		r.collect(j, end)
-		r.finish(j, StateKilled, "still running at max_t")
+		r.finish(j, StateKilled, "still running "+atEnd)
 	}
 	for _, j := range r.queue {
-		j.reason = "still queued at max_t"
+		j.reason = "still queued " + atEnd
 		r.recordJob(j)
 	}
 	for _, j := range r.jobs[nextArrival:] { // arrive at or after max_t: never admitted
 		j.state = StateNotStarted
 		j.reason = fmt.Sprintf("arrives at %v, not before max_t (%v)", j.spec.Arrival, bm.MaxT)
+		if stopped {
+			j.reason = fmt.Sprintf("arrives at %v, after the run was interrupted at %v", j.spec.Arrival, end)
+		}
 		r.recordJob(j)
 	}
 	r.res.Virtual = end
 	r.obs.step(r, end, true)
 	for _, j := range r.jobs {
 		r.res.Jobs = append(r.res.Jobs, j.result())
+	}
+	if stopped {
+		return interrupted(r.ctx)
 	}
 	return nil
 }
@@ -427,6 +463,9 @@ func (r *runner) freeCPUs() [][]int {
 
 func (r *runner) observation(now time.Duration) *sched.Observation {
 	obs := &sched.Observation{Now: now, FreeCPUs: r.freeCPUs(), Finished: r.done, ProbeResults: r.results}
+	if b, ok := r.pf.(CLOSBudgeter); ok {
+		obs.CLOS = b.CLOSBudget()
+	}
 	r.done, r.results = nil, nil
 	for _, j := range r.queue {
 		obs.Queue = append(obs.Queue, r.schedJob(j))
@@ -479,6 +518,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		if err := r.pf.Start(*j.spec, cpus); err != nil {
 			r.dequeue(j)
 			j.state, j.reason = StateRejected, "start failed: "+err.Error()
+			r.res.StartFailures++
 			r.warnf("job %s: %s", j.spec.Name, j.reason)
 			r.recordJob(j)
 			continue

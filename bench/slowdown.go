@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -89,6 +90,11 @@ func RunScheduler(bm *Benchmark, name string, rec Recorder) (*Result, error) {
 // RunSchedulerHooks is RunScheduler with hooks watching the run, labelled name (so "shared",
 // not its least-loaded implementation).
 func RunSchedulerHooks(bm *Benchmark, name string, rec Recorder, h Hooks) (*Result, error) {
+	return runScheduler(context.Background(), bm, name, rec, h)
+}
+
+// runScheduler is RunSchedulerHooks cancelled through ctx (Options.Ctx).
+func runScheduler(ctx context.Context, bm *Benchmark, name string, rec Recorder, h Hooks) (*Result, error) {
 	h = h.labelled(name)
 	b := *bm
 	b.Data.Perf = true
@@ -110,7 +116,7 @@ func RunSchedulerHooks(bm *Benchmark, name string, rec Recorder, h Hooks) (*Resu
 	if err != nil {
 		return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 	}
-	return Run(&b, pf, s, Options{Recorder: rec, Hooks: h})
+	return Run(&b, pf, s, Options{Recorder: rec, Hooks: h, Ctx: ctx})
 }
 
 // Comparer compares schedulers by the jobs' slowdowns; it remembers each job's run-alone
@@ -124,6 +130,16 @@ type Comparer struct {
 	// the function called with its result and outcome once they are known (run-alone runs
 	// are not recorded).
 	Record func(scheduler string) (Recorder, func(*Result, SchedulerOutcome) error, error)
+	// Ctx cancels the runs (SIGINT/SIGTERM): an interrupted run's error wraps
+	// ErrInterrupted. nil: never cancelled.
+	Ctx context.Context
+}
+
+func (c *Comparer) ctx() context.Context {
+	if c.Ctx == nil {
+		return context.Background()
+	}
+	return c.Ctx
 }
 
 // NewComparer returns a Comparer with no run-alone IPCs yet.
@@ -165,7 +181,7 @@ func (c *Comparer) aloneIPC(bm *Benchmark, j JobSpec) (float64, error) {
 	b.Jobs = []JobSpec{solo}
 	b.MaxT = solo.Length + time.Second
 	rec := newIPCRecorder()
-	if _, err := RunSchedulerHooks(&b, Shared, rec, c.Hooks.labelled("alone "+j.Name)); err != nil {
+	if _, err := runScheduler(c.ctx(), &b, Shared, rec, c.Hooks.labelled("alone "+j.Name)); err != nil {
 		return 0, err
 	}
 	v := metric.IPC(rec.instr[solo.ID], rec.cycles[solo.ID])
@@ -189,7 +205,7 @@ func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, erro
 		}
 		into, finish = tee{rec, out}, f
 	}
-	res, err := RunSchedulerHooks(bm, name, into, c.Hooks)
+	res, err := runScheduler(c.ctx(), bm, name, into, c.Hooks)
 	if err != nil {
 		return SchedulerOutcome{}, err
 	}

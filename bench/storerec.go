@@ -8,7 +8,18 @@ import (
 // The record types mirror the store's rows field for field, so each is a conversion.
 type StoreRecorder struct{ W *store.RunWriter }
 
-func (r StoreRecorder) Job(j JobRecord) error       { return r.W.Job(store.Job(j)) }
+// Job records j; a job that ended (any state but queued or running) is committed at
+// once, so a killed run keeps every job end it saw.
+func (r StoreRecorder) Job(j JobRecord) error {
+	if err := r.W.Job(store.Job(j)); err != nil {
+		return err
+	}
+	if j.State == StateQueued || j.State == StateRunning {
+		return nil
+	}
+	return r.W.Flush()
+}
+
 func (r StoreRecorder) Sample(s SampleRecord) error { return r.W.Sample(store.Sample(s)) }
 func (r StoreRecorder) Allocation(a AllocationRecord) error {
 	return r.W.Allocation(store.Allocation(a))

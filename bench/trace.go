@@ -48,7 +48,7 @@ func Generate(p GenParams, pool []poolEntry) []JobSpec {
 	}
 	var jobs []JobSpec
 	t := 0.0
-	for p.Count == 0 || len(jobs) < p.Count {
+	for (p.Count == 0 || len(jobs) < p.Count) && len(jobs) < MaxJobs {
 		t += math.Max(0, p.Mean+p.Sigma*r.NormFloat64())
 		at := secs(t)
 		if p.MaxT > 0 && at >= p.MaxT {

@@ -39,6 +39,11 @@ type Benchmark struct {
 	// ResctrlRoot is where the linux platform finds resctrl (colo run --resctrl-root;
 	// empty: the platform's default). The sim platform ignores it.
 	ResctrlRoot string
+	// Noise is the sim platform's relative measurement noise (0: none; Reseed sets it).
+	Noise float64
+	// gen and pool regenerate a generated trace under another seed (Reseed).
+	gen  GenParams
+	pool []poolEntry
 }
 
 // DataConfig is a resolved collector configuration.
@@ -82,6 +87,24 @@ func (c *checker) at(file string, root *yaml.Node, msg string, path ...string) {
 
 func secs(x float64) time.Duration { return time.Duration(math.Round(x * float64(time.Second))) }
 
+// MaxSeconds bounds every time in a benchmark (max_t, start_t, stop_t, length, tick_t,
+// arrival times): a duration is int64 nanoseconds, which holds about 9.22e9 s.
+const MaxSeconds = 9e9
+
+// MaxJobs bounds the jobs of one trace (static containers, or generated: arrival.count,
+// or max_t / arrival.mean when no count is given).
+const MaxJobs = 100000
+
+// seconds checks that x is a time colo can hold (finite, |x| ≤ MaxSeconds); the caller
+// checks the sign.
+func (c *checker) seconds(file string, root *yaml.Node, x float64, name string, path ...string) time.Duration {
+	if math.IsNaN(x) || math.Abs(x) > MaxSeconds {
+		c.at(file, root, fmt.Sprintf("%s %v s is out of range: times must be within %.3g s (int64 nanoseconds)", name, x, float64(MaxSeconds)), path...)
+		return 0
+	}
+	return secs(x)
+}
+
 func validate(file string, root *yaml.Node, f *File) (*Benchmark, error) {
 	c := &checker{}
 	h := f.Benchmark
@@ -110,7 +133,7 @@ func validate(file string, root *yaml.Node, f *File) (*Benchmark, error) {
 		if *h.MaxT <= 0 {
 			c.at(file, root, fmt.Sprintf("max_t %v must be > 0 seconds", *h.MaxT), "benchmark", "max_t")
 		}
-		bm.MaxT = secs(*h.MaxT)
+		bm.MaxT = c.seconds(file, root, *h.MaxT, "max_t", "benchmark", "max_t")
 	}
 	if h.Seed != nil {
 		bm.Seed = *h.Seed
@@ -164,7 +187,7 @@ func schedConfig(c *checker, file string, root *yaml.Node, m *machine.Profile, s
 		if *s.TickT <= 0 {
 			at("tick_t must be > 0 seconds", "tick_t")
 		}
-		cfg.Tick = secs(*s.TickT)
+		cfg.Tick = c.seconds(file, root, *s.TickT, "tick_t", "benchmark", "scheduler", "tick_t")
 	}
 	if s.ReserveWays != nil {
 		if *s.ReserveWays < 0 || *s.ReserveWays >= m.LLC.Ways {
@@ -182,7 +205,7 @@ func schedConfig(c *checker, file string, root *yaml.Node, m *machine.Profile, s
 		cfg.Rebalance = *s.Rebalance
 	}
 	if s.RebalanceCooldownT != nil {
-		cfg.RebalanceCooldown = secs(*s.RebalanceCooldownT)
+		cfg.RebalanceCooldown = c.seconds(file, root, *s.RebalanceCooldownT, "rebalance_cooldown_t", "benchmark", "scheduler")
 	}
 	if s.RebalanceThreshold != nil {
 		cfg.RebalanceThreshold = *s.RebalanceThreshold
@@ -209,6 +232,10 @@ func schedConfig(c *checker, file string, root *yaml.Node, m *machine.Profile, s
 	}
 	setD := func(dst *time.Duration, v *float64, unit time.Duration) {
 		if v != nil {
+			if math.IsNaN(*v) || *v < 0 || *v*float64(unit) > MaxSeconds*float64(time.Second) {
+				at(fmt.Sprintf("prober time %v is out of range (0 to %.3g s)", *v, float64(MaxSeconds)), "prober")
+				return
+			}
 			*dst = time.Duration(math.Round(*v * float64(unit)))
 		}
 	}
@@ -266,8 +293,8 @@ func dataConfig(c *checker, file string, root *yaml.Node, base DataConfig, d *Da
 		return out
 	}
 	if d.Frequency != nil {
-		if *d.Frequency < 1 {
-			c.at(file, root, fmt.Sprintf("frequency %v ms must be ≥ 1", *d.Frequency), append(path, "frequency")...)
+		if !(*d.Frequency >= 1 && *d.Frequency <= MaxSeconds*1000) {
+			c.at(file, root, fmt.Sprintf("frequency %v ms must be ≥ 1 (and at most %.3g s)", *d.Frequency, float64(MaxSeconds)), append(path, "frequency")...)
 		} else {
 			out.Frequency = time.Duration(math.Round(*d.Frequency * float64(time.Millisecond)))
 		}
@@ -305,6 +332,10 @@ func staticTrace(c *checker, file string, root *yaml.Node, bm *Benchmark, cs map
 		return lineOf(root, "containers", names[i]) < lineOf(root, "containers", names[j])
 	})
 	m := bm.Machine
+	if len(names) > MaxJobs {
+		c.at(file, root, fmt.Sprintf("%d containers: at most %d jobs per trace", len(names), MaxJobs), "containers")
+		return nil
+	}
 	var jobs []JobSpec
 	for _, n := range names {
 		ct := cs[n]
@@ -322,22 +353,22 @@ func staticTrace(c *checker, file string, root *yaml.Node, bm *Benchmark, cs map
 			if *ct.StartT < 0 {
 				err("start_t must be ≥ 0", "start_t")
 			}
-			j.Arrival = secs(*ct.StartT)
+			j.Arrival = c.seconds(file, root, *ct.StartT, "container "+n+": start_t", append(p, "start_t")...)
 		}
 		if ct.StopT != nil && ct.Length != nil {
 			err("give stop_t or length, not both", "length")
 		}
 		if ct.StopT != nil {
-			if secs(*ct.StopT) <= j.Arrival {
+			j.StopAt = c.seconds(file, root, *ct.StopT, "container "+n+": stop_t", append(p, "stop_t")...)
+			if j.StopAt <= j.Arrival {
 				err(fmt.Sprintf("stop_t %v must be after start_t", *ct.StopT), "stop_t")
 			}
-			j.StopAt = secs(*ct.StopT)
 		}
 		if ct.Length != nil {
 			if *ct.Length <= 0 {
 				err("length must be > 0 seconds", "length")
 			}
-			j.Length = secs(*ct.Length)
+			j.Length = c.seconds(file, root, *ct.Length, "container "+n+": length", append(p, "length")...)
 		}
 		if ct.StopT == nil && ct.Length == nil && bm.MaxT == 0 {
 			err("has no stop_t or length and the benchmark has no max_t: it would run forever", "")
@@ -352,6 +383,7 @@ func staticTrace(c *checker, file string, root *yaml.Node, bm *Benchmark, cs map
 			for _, cpu := range j.CPUs {
 				if cpu >= m.Cores() {
 					err(fmt.Sprintf("core %d does not exist: %s has cores 0..%d", cpu, m.Name, m.Cores()-1), "core")
+					break
 				}
 			}
 			if ct.NumCores != nil && (len(ct.NumCores.Choices) != 1 || ct.NumCores.Choices[0] != j.Cores) {
@@ -409,8 +441,19 @@ func generatedTrace(c *checker, file string, root *yaml.Node, bm *Benchmark, f *
 	if bm.MaxT == 0 && a.Count == nil {
 		at("a generated trace needs benchmark.max_t or arrival.count, or it never ends", "")
 	}
-	if a.Count != nil && *a.Count < 1 {
-		at("count must be ≥ 1", "count")
+	if a.Count != nil && (*a.Count < 1 || *a.Count > MaxJobs) {
+		at(fmt.Sprintf("count %d must be in 1..%d", *a.Count, MaxJobs), "count")
+	}
+	if a.Mean > MaxSeconds || a.Sigma > MaxSeconds || a.Length.Mean > MaxSeconds || a.Length.Sigma > MaxSeconds || a.Length.Min > MaxSeconds ||
+		math.IsNaN(a.Mean+a.Sigma+a.Length.Mean+a.Length.Sigma+a.Length.Min) {
+		at(fmt.Sprintf("arrival times must be within %.3g s", float64(MaxSeconds)), "mean")
+	}
+	if a.Count == nil && a.Mean > 0 && bm.MaxT > 0 {
+		// inter-arrival gaps are max(0, N(mean, sigma)), whose expectation is ≥ mean
+		if n := bm.MaxT.Seconds() / a.Mean; n > MaxJobs {
+			at(fmt.Sprintf("mean %v s with max_t %v s would generate about %.3g jobs (limit %d): raise mean or set arrival.count",
+				a.Mean, bm.MaxT.Seconds(), n, MaxJobs), "mean")
+		}
 	}
 	prio := 0.0
 	if a.Priority != nil {
@@ -442,6 +485,7 @@ func generatedTrace(c *checker, file string, root *yaml.Node, bm *Benchmark, f *
 		for _, n := range e.cores {
 			if n < 1 || n > bm.Machine.Cores() {
 				c.at(pf, pr, fmt.Sprintf("job %s: num_cores %d impossible: %s has %d cores", pj.Name, n, bm.Machine.Name, bm.Machine.Cores()), append(pp, "num_cores")...)
+				break // one error per entry, not one per choice
 			}
 		}
 		e.target = checkIPCE(c, pf, pr, pj.IPCE, pp...)
@@ -480,9 +524,11 @@ func generatedTrace(c *checker, file string, root *yaml.Node, bm *Benchmark, f *
 	if len(c.errs) > 0 {
 		return nil
 	}
-	return Generate(GenParams{Seed: bm.TraceSeed, Mean: a.Mean, Sigma: a.Sigma, LenMean: a.Length.Mean,
+	bm.gen = GenParams{Seed: bm.TraceSeed, Mean: a.Mean, Sigma: a.Sigma, LenMean: a.Length.Mean,
 		LenSigma: a.Length.Sigma, LenMin: a.Length.Min, Split: a.Split, Sensitivities: a.Sensitivities,
-		PriorityPct: prio, Count: derefInt(a.Count), MaxT: bm.MaxT}, pool)
+		PriorityPct: prio, Count: derefInt(a.Count), MaxT: bm.MaxT}
+	bm.pool = pool
+	return Generate(bm.gen, pool)
 }
 
 func derefInt(p *int) int {

@@ -208,10 +208,22 @@ func ParseCurveColumn(r io.Reader, file, name, column string) (Curve, string, er
 	return c, note, err
 }
 
+// Dial bounds, checked when a curve is read: at most MaxDials points, each dial 0 or in
+// [MinDial, MaxDial] MB (a bubble smaller than a kilobyte or larger than a terabyte is
+// not a measurement).
+const (
+	MaxDials = 10000
+	MinDial  = 1e-3
+	MaxDial  = 1e6
+)
+
 func curveRows(t *table, name string, pc int) (Curve, error) {
 	file := t.file
 	c := Curve{Name: name, File: file}
 	seen := map[float64]int{}
+	if len(t.rows) > MaxDials {
+		return Curve{}, fmt.Errorf("%s:%d: %d dial rows: at most %d", file, t.rows[MaxDials].line, len(t.rows), MaxDials)
+	}
 	for _, r := range t.rows {
 		d, err := t.num(r, 0, "dial")
 		if err != nil {
@@ -219,6 +231,9 @@ func curveRows(t *table, name string, pc int) (Curve, error) {
 		}
 		if d < 0 {
 			return Curve{}, fmt.Errorf("%s:%d: dial %v MB is negative", file, r.line, d)
+		}
+		if d != 0 && (d < MinDial || d > MaxDial) {
+			return Curve{}, fmt.Errorf("%s:%d: dial %v MB is out of range: 0 or %g to %g MB", file, r.line, d, MinDial, MaxDial)
 		}
 		if prev, ok := seen[d]; ok {
 			return Curve{}, fmt.Errorf("%s:%d: dial %v MB appears twice (also line %d); keep one measurement per dial", file, r.line, d, prev)

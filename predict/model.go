@@ -93,6 +93,17 @@ func (c Curve) Gaps() []float64 {
 	if float64(same) < 0.75*float64(len(c.Dials)-1) {
 		return nil
 	}
+	if !(s > 0) {
+		return nil
+	}
+	// a grid is at most MaxDials points: more missing points than that is no grid
+	total := 0.0
+	for i := 1; i < len(c.Dials); i++ {
+		total += math.Round((c.Dials[i] - c.Dials[i-1]) / s)
+	}
+	if total > MaxDials {
+		return nil
+	}
 	var gaps []float64
 	for i := 1; i < len(c.Dials); i++ {
 		steps := (c.Dials[i] - c.Dials[i-1]) / s

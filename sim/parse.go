@@ -147,8 +147,11 @@ func ParseWorkload(spec string, threads int, tables *profile.Set) (Workload, err
 	return w, nil
 }
 
+// MaxSize bounds a size (a working set, a footprint): 1 TiB.
+const MaxSize = 1 << 40
+
 // ParseSize parses a byte count with an optional binary K, M or G suffix (an optional
-// trailing B or iB is allowed): "6M", "60MB", "1GiB", "4096".
+// trailing B or iB is allowed): "6M", "60MB", "1GiB", "4096". At most MaxSize.
 func ParseSize(s string) (int64, error) {
 	t := strings.ToUpper(strings.TrimSpace(s))
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "IB"), "B")
@@ -167,6 +170,9 @@ func ParseSize(s string) (int64, error) {
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("size %q: want a positive byte count such as 6M or 60MB", s)
+	}
+	if n > MaxSize/mult {
+		return 0, fmt.Errorf("size %q: above the limit of 1 TiB", s)
 	}
 	return n * mult, nil
 }

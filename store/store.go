@@ -20,6 +20,11 @@ import (
 // BatchSize is how many buffered rows of one table trigger a write transaction.
 const BatchSize = 8192
 
+// CommitInterval is the longest buffered rows wait before a write transaction: a store
+// opened for writing commits at least this often (and at each RunWriter.Flush), so a
+// process killed with SIGKILL loses at most about this much of its run.
+const CommitInterval = time.Second
+
 // Store is an open run directory. Its methods are safe for concurrent use.
 type Store struct {
 	dir      string
@@ -30,6 +35,8 @@ type Store struct {
 	schema   int  // PRAGMA user_version of the database
 	runs     map[int64]*RunWriter
 	closed   bool
+	stop     chan struct{} // closed by Close: ends the commit loop (nil: no loop)
+	loopDone chan struct{}
 }
 
 // Create makes a new run directory dir (created if absent; it must not already hold a
@@ -68,7 +75,31 @@ func Create(dir string, meta Meta) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.startCommitLoop(CommitInterval)
 	return s, nil
+}
+
+// startCommitLoop commits buffered rows every interval until Close.
+func (s *Store) startCommitLoop(interval time.Duration) {
+	s.stop, s.loopDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(s.loopDone)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				s.mu.Lock()
+				if !s.closed {
+					// an error here comes back at the next write or Flush, which retry
+					_ = s.flushLocked()
+				}
+				s.mu.Unlock()
+			}
+		}
+	}()
 }
 
 // Open opens an existing run directory for reading (and for appending). It succeeds on an
@@ -156,7 +187,7 @@ func (s *Store) BeginRun(r Run) (*RunWriter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.db == nil {
-		return nil, fmt.Errorf("%s has no database (%s is missing): write runs into a directory made by store.Create", s.dir, DatabaseFile)
+		return nil, fmt.Errorf("%s is not a colo run directory (%s is missing): colo run, colo compare and colo partition --out write them", s.dir, DatabaseFile)
 	}
 	if r.Scheduler == "" {
 		return nil, errors.New("BeginRun: Run.Scheduler is empty")
@@ -178,6 +209,19 @@ func (s *Store) BeginRun(r Run) (*RunWriter, error) {
 	w := &RunWriter{s: s, run: r}
 	s.runs[r.ID] = w
 	return w, nil
+}
+
+// MarkInterrupted flushes every run writer and records in run.json why the run stopped
+// early (e.g. "SIGINT"); the directory stays incomplete.
+func (s *Store) MarkInterrupted(why string) error {
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.manifest.Interrupted = why
+	s.manifest.Finished = time.Now().UTC()
+	return s.writeManifest()
 }
 
 // Complete flushes every run writer and marks the directory complete in run.json.
@@ -222,6 +266,12 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.stop != nil {
+		close(s.stop)
+		s.mu.Unlock()
+		<-s.loopDone // the loop may be waiting for the lock
+		s.mu.Lock()
+	}
 	if s.db == nil {
 		return nil
 	}
@@ -926,7 +976,12 @@ func (s *Store) Missing() ([]string, error) {
 		return out, nil
 	}
 	if !s.noManif && !s.manifest.Complete {
-		out = append(out, "the run was not marked complete (killed or still running): data ends where it stopped")
+		if s.manifest.Interrupted != "" {
+			out = append(out, fmt.Sprintf("the run was interrupted (%s) at %s: data ends there", s.manifest.Interrupted,
+				s.manifest.Finished.UTC().Format("2006-01-02 15:04:05Z")))
+		} else {
+			out = append(out, "the run was not marked complete (killed or still running): data ends where it stopped")
+		}
 	}
 	runs, err := s.Runs()
 	if err != nil {

@@ -42,10 +42,13 @@ type Meta struct {
 type Manifest struct {
 	Format string `json:"format"`
 	Meta
-	Database   string    `json:"database"`
-	Complete   bool      `json:"complete"`
-	Finished   time.Time `json:"finished,omitzero"`
-	Schedulers []string  `json:"schedulers,omitempty"`
+	Database string    `json:"database"`
+	Complete bool      `json:"complete"`
+	Finished time.Time `json:"finished,omitzero"`
+	// Interrupted says why an incomplete run stopped early ("SIGINT", "SIGTERM"); empty
+	// for a complete run and for a killed one (SIGKILL, a crash), which leaves no word.
+	Interrupted string   `json:"interrupted,omitempty"`
+	Schedulers  []string `json:"schedulers,omitempty"`
 }
 
 // Run is one scheduler's execution of the trace inside a run directory.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ type compareFlags struct {
 	out        string
 	noStore    bool
 	interval   time.Duration
+	ctx        context.Context // cancels the runs (SIGINT/SIGTERM); nil: never
 }
 
 func init() {
@@ -53,6 +55,7 @@ every scheduler's samples, allocations and slowdowns: colo report and colo expor
   colo compare examples/dcat/fig15-mlr-mload.yaml --out runs/fig15 && colo report runs/fig15`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.ctx = cmd.Context()
 			return runCompare(cmd.OutOrStdout(), args[0], f)
 		},
 	}
@@ -63,6 +66,7 @@ every scheduler's samples, allocations and slowdowns: colo report and colo expor
 	fl.StringVar(&f.out, "out", "", "run directory (default: a fresh timestamped directory under runs/)")
 	fl.BoolVar(&f.noStore, "no-store", false, "do not write a run directory")
 	fl.DurationVar(&f.interval, "interval", 0, "print a line of metrics per scheduler every DUR of the run's time, like perf stat -I")
+	withRepeat(cmd, "compare") // --repeat N: intervals over seeds (repeat.go)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -103,6 +107,7 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 	}
 	cmp := bench.NewComparer()
 	cmp.Hooks = (&runWatch{}).hooks(f.interval)
+	cmp.Ctx = f.ctx
 	var rs *runStore
 	if !f.noStore {
 		if rs, err = newRunStore(bm, f.out, os.Args); err != nil {
@@ -123,6 +128,9 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 	}
 	bar.Done()
 	if rs != nil {
+		if errors.Is(err, bench.ErrInterrupted) && f.ctx != nil {
+			rs.markInterrupted(context.Cause(f.ctx), os.Stderr)
+		}
 		if _, cerr := rs.close(err == nil, 0, io.Discard); err == nil && cerr != nil {
 			err = cerr
 		}

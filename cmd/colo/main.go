@@ -5,7 +5,7 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"os"
 
@@ -56,14 +56,10 @@ func badInputf(format string, a ...any) error { return usageError{fmt.Errorf(for
 
 func main() {
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
-	err := rootCmd.Execute()
-	if err == nil {
-		return
+	ctx, stop := intr.watch(context.Background())
+	err := rootCmd.ExecuteContext(ctx)
+	stop()
+	if code := exitStatus(err, intr.signalled(), os.Stderr); code != 0 {
+		os.Exit(code)
 	}
-	fmt.Fprintln(os.Stderr, "colo:", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		os.Exit(2)
-	}
-	os.Exit(1)
 }

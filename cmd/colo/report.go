@@ -15,6 +15,7 @@ import (
 func init() {
 	var compare []string
 	var out, title string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "report RUN_DIR",
 		Short: "Render a run directory (and others to compare) as one self-contained HTML file",
@@ -35,7 +36,9 @@ note saying what is missing.`,
 				}
 			}
 			if out == "" {
-				out = filepath.Join(args[0], "report.html")
+				out = filepath.Join(args[0], "report.html") // colo's own file: rewritten
+			} else if _, err := os.Stat(out); err == nil && !force {
+				return badInputf("-o %s exists: not overwriting it (give --force to replace it)", out)
 			}
 			t0 := time.Now()
 			var buf bytes.Buffer
@@ -53,6 +56,7 @@ note saying what is missing.`,
 	}
 	cmd.Flags().StringArrayVar(&compare, "compare", nil, "another run directory to compare (repeatable)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "HTML file to write (default RUN_DIR/report.html)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace the -o file if it exists")
 	cmd.Flags().StringVar(&title, "title", "", "page title (default: the run's name)")
 	rootCmd.AddCommand(cmd)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,9 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 			if interval < 0 {
 				return badInputf("--interval %v: must be ≥ 0", interval)
 			}
+			if noStore && out != "" {
+				return badInputf("--out %s and --no-store exclude each other", out)
+			}
 			if dbWait < 0 {
 				return badInputf("--db-wait %v: must be ≥ 0", dbWait)
 			}
@@ -69,9 +73,10 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 					return badInputf("--scheduler and --compare exclude each other")
 				}
 				for _, n := range strings.Split(compare, ",") {
-					if n = strings.TrimSpace(n); n != "" {
-						names = append(names, n)
+					if n = strings.TrimSpace(n); n == "" {
+						return badInputf("--compare %q: an empty scheduler name (write names separated by single commas)", compare)
 					}
+					names = append(names, n)
 				}
 			}
 			for _, n := range names {
@@ -85,18 +90,28 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 				Wall:  time.Now,
 				Hooks: (&runWatch{}).hooks(interval),
 			}
+			ctx, cancel := signalContext(c)
+			defer cancel()
+			opt.Ctx = ctx
 			var rs *runStore
 			if !noStore {
 				if rs, err = newRunStore(bm, out, os.Args); err != nil {
 					return err
 				}
 				opt.Recorder = rs.recorder(bm)
+				defer leaveBehind(fmt.Sprintf("run directory %s (incomplete)", rs.dir))()
 			} else if bm.DB != nil {
 				fmt.Fprintln(stderr, "colo: warning: --no-store: data.db is ignored (the sink streams what the run directory records)")
+			}
+			if bm.Platform != "sim" {
+				defer leaveBehind("this run's containers, Docker network and resctrl groups, and changed default masks: remove them with `colo cleanup`")()
 			}
 			rep, err := bench.RunAll(bm, names, opt)
 			var influx *bench.SinkStats
 			if rs != nil {
+				if errors.Is(err, bench.ErrInterrupted) {
+					rs.markInterrupted(context.Cause(ctx), stderr)
+				}
 				var cerr error
 				if influx, cerr = rs.close(err == nil, dbWait, stderr); err == nil && cerr != nil {
 					err = cerr
@@ -116,9 +131,15 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 			if asJSON {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				err = enc.Encode(rep)
+			} else {
+				err = rep.WriteTable(c.OutOrStdout())
 			}
-			return rep.WriteTable(c.OutOrStdout())
+			if n := rep.StartFailures(); err == nil && n > 0 {
+				// a job that never ran is a failed run, whatever the summary says
+				return fmt.Errorf("%d job(s) could not be started (the warnings above say why)", n)
+			}
+			return err
 		},
 	}
 	fl := cmd.Flags()
@@ -131,5 +152,6 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 	fl.StringVar(&rcRoot, "resctrl-root", "", "resctrl mount for platform: linux (default /sys/fs/resctrl); ignored on sim")
 	fl.DurationVar(&dbWait, "db-wait", 10*time.Second, "with data.db: how long to wait at the end for InfluxDB to take the points still buffered (the rest is kept in the run directory)")
 	fl.DurationVar(&interval, "interval", 0, "print a line of metrics per scheduler every DUR of the run's time (virtual on sim), like perf stat -I (e.g. 10s)")
+	withRepeat(cmd, "run") // --repeat N: intervals over seeds (repeat.go)
 	rootCmd.AddCommand(cmd)
 }

@@ -126,3 +126,17 @@ func (rs *runStore) compareRecorder(bm *bench.Benchmark) func(string) (bench.Rec
 		}, nil
 	}
 }
+
+// markInterrupted records in run.json that the run stopped on a signal (cause names it)
+// and says where what was collected is.
+func (rs *runStore) markInterrupted(cause error, msg io.Writer) {
+	why := "interrupted"
+	if cause != nil {
+		why = cause.Error()
+	}
+	if err := rs.st.MarkInterrupted(why); err != nil {
+		fmt.Fprintln(msg, "colo: warning:", err)
+		return
+	}
+	fmt.Fprintf(msg, "colo: run directory %s keeps what was collected (marked interrupted)\n", rs.dir)
+}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"colo/stress"
@@ -56,7 +54,7 @@ installed; the throughput is stress-ng's bogo-ops rate).`,
 			if duration < 0 || interval < 0 {
 				return badInputf("--duration %v and --interval %v must be ≥ 0", duration, interval)
 			}
-			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			out := cmd.OutOrStdout()
 			if kind == "reporter" {

@@ -15,7 +15,6 @@ package linux
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -31,6 +30,8 @@ import (
 	"colo/machine"
 	"colo/perf"
 	"colo/resctrl"
+	"colo/resctrl/journal"
+	"colo/resctrl/plan"
 	rt "colo/runtime"
 	"colo/runtime/docker"
 	"colo/runtime/process"
@@ -111,6 +112,11 @@ type Options struct {
 	// Machine, when set, replaces the machine detected from sysfs and the resctrl mount
 	// (tests: an AMD machine with one L3 domain per CCX on the in-process emulator).
 	Machine *machine.Profile
+	// Runtime0, when set, replaces the runtime Runtime names (tests: a fake runtime).
+	Runtime0 rt.Runtime
+	// Prefix names this instance's resctrl groups (default colo.<run>.; tests give two
+	// platforms the same one to compare their trees).
+	Prefix string
 	// Opened, when set, is called with the platform at the end of a successful New
 	// (tests: inspect the platform `colo run` builds through the registered factory).
 	Opened func(*Platform)
@@ -139,8 +145,6 @@ type job struct {
 	counter *perf.Counter
 	cputime *rt.CPUTime
 	base    bench.Counters // counts of counters closed by Move
-	ctrl    string         // resctrl control group ("" = system/default)
-	mon     string         // resctrl monitoring group
 	quota   float64        // CPU quota (fraction of its cores' time; 0 or 1: none)
 	done    chan struct{}
 
@@ -165,18 +169,22 @@ type Platform struct {
 	run     string
 	network string
 	start   time.Time
-	lock    *os.File
+	jr      *journal.Journal // this instance's record of what it changes on the mount
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu      sync.Mutex
-	jobs    map[int]*job
-	notes   []string
-	closed  bool
-	defMask map[int]uint64 // default-group masks the platform changed (original values)
-	noIPCE  string         // why IPCE cannot be measured here ("" it can)
-	noL2    string         // why L2 misses cannot be counted here ("" they can)
+	mu     sync.Mutex
+	jobs   map[int]*job
+	notes  []string
+	closed bool
+	noIPCE string // why IPCE cannot be measured here ("" it can)
+	noL2   string // why L2 misses cannot be counted here ("" they can)
+
+	prefix string                    // names this instance's resctrl groups (colo.<run>.)
+	want   map[string]plan.Want      // per job (tenant j<ID>), the allocation it asked for
+	placed map[string]plan.Placement // per job, where the planner put it
+	planMu sync.Mutex                // one plan at a time
 }
 
 var (
@@ -184,14 +192,6 @@ var (
 	_ bench.CounterReporter = (*Platform)(nil)
 	_ bench.QuotaSetter     = (*Platform)(nil)
 )
-
-// state is written to StateDir so a restarted colo can undo a crashed run's changes.
-type state struct {
-	Run     string         `json:"run"`
-	Network string         `json:"network"`
-	Resctrl string         `json:"resctrl"`
-	DefMask map[int]uint64 `json:"default_masks"` // original system/default L3 masks
-}
 
 // New prepares the host for bm: it takes the host lock, removes what a crashed colo left
 // behind, connects to the runtime and resctrl, and detects the machine. bm.Machine is
@@ -221,19 +221,23 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	if o.ResctrlRoot == "" {
 		o.ResctrlRoot = os.Getenv("COLO_RESCTRL_ROOT")
 	}
-	p := &Platform{o: o, jobs: map[int]*job{}, defMask: map[int]uint64{},
-		run: fmt.Sprintf("%d-%d", time.Now().Unix(), os.Getpid())}
+	p := &Platform{o: o, jobs: map[int]*job{},
+		run:  fmt.Sprintf("%d-%d", runStamp(), os.Getpid()),
+		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}}
+	p.prefix = resctrl.DefaultPrefix + p.run + "."
+	if o.Prefix != "" {
+		p.prefix = o.Prefix
+	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
 		if !ok {
 			p.cancel()
-			p.releaseLock()
+			if p.jr != nil {
+				p.jr.Close()
+			}
 		}
 	}()
-	if err := p.takeLock(); err != nil {
-		return nil, err
-	}
 	// resctrl
 	switch {
 	case o.RDT != nil:
@@ -260,8 +264,10 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		}
 	}
 	// runtime
-	switch o.Runtime {
-	case "docker":
+	switch {
+	case o.Runtime0 != nil:
+		p.rtm = o.Runtime0
+	case o.Runtime == "docker":
 		l := ownLabels()
 		l[rt.LabelRun] = p.run
 		d, err := docker.New(p.ctx, docker.Options{Labels: l})
@@ -269,7 +275,7 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 			return nil, err
 		}
 		p.dock, p.rtm = d, d
-	case "process":
+	case o.Runtime == "process":
 		l := ownLabels()
 		l[rt.LabelRun] = p.run
 		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: l})
@@ -280,12 +286,27 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	default:
 		return nil, fmt.Errorf("runtime %q: use docker or process", o.Runtime)
 	}
+	// the journal first: whatever this instance creates from now on is recorded before
+	jroot := ""
+	if p.rdt != nil {
+		jroot = p.rdt.Root()
+	}
+	jr, err := journal.Open(o.StateDir, jroot, journal.Record{Instance: p.run, Kind: "colo run", Prefix: p.prefix, Run: p.run})
+	if err != nil {
+		p.rtm.Close()
+		return nil, err
+	}
+	p.jr = jr
 	if err := p.reconcile(); err != nil {
 		p.rtm.Close()
 		return nil, fmt.Errorf("cleaning up after an earlier colo run: %w", err)
 	}
 	if p.dock != nil {
 		p.network = "colo-" + p.run
+		if err := p.jr.SetRun(p.run, p.network); err != nil {
+			p.rtm.Close()
+			return nil, err
+		}
 		if err := p.dock.UseNetwork(p.ctx, p.network); err != nil {
 			p.rtm.Close()
 			return nil, err
@@ -311,10 +332,6 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 	if bm != nil {
 		bm.Machine = m
 	}
-	if err := p.saveState(); err != nil {
-		p.teardown()
-		return nil, err
-	}
 	if p.noIPCE, p.noL2 = p.probeCounters(); p.noIPCE != "" {
 		p.notef("IPCE unavailable: %s; IPC/IPCE are reported as unavailable and the dynamic scheduler does not probe allocations", p.noIPCE)
 	}
@@ -327,6 +344,20 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		o.Opened(p)
 	}
 	return p, nil
+}
+
+var (
+	stampMu   sync.Mutex
+	lastStamp int64
+)
+
+// runStamp is the time part of a run's name: Unix milliseconds, distinct for every
+// platform of this process (two platforms in one millisecond get two stamps).
+func runStamp() int64 {
+	stampMu.Lock()
+	defer stampMu.Unlock()
+	lastStamp = max(time.Now().UnixMilli(), lastStamp+1)
+	return lastStamp
 }
 
 // percentMBA corrects a machine detected on an AMD CPU whose resctrl mount describes
@@ -411,64 +442,30 @@ func (p *Platform) Notes() []string {
 // RunID is the label value (colo.run) of everything this platform created.
 func (p *Platform) RunID() string { return p.run }
 
-func (p *Platform) lockPath() string  { return filepath.Join(p.o.StateDir, "linux.lock") }
-func (p *Platform) statePath() string { return filepath.Join(p.o.StateDir, "linux-state.json") }
-
-func (p *Platform) takeLock() error {
-	if err := os.MkdirAll(p.o.StateDir, 0o755); err != nil {
-		return fmt.Errorf("state directory %s: %w", p.o.StateDir, err)
-	}
-	f, err := os.OpenFile(p.lockPath(), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("lock %s: %w", p.lockPath(), err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(p.lockPath())
-		f.Close()
-		return fmt.Errorf("another colo run with platform linux is active on this host (lock %s held by pid %s); wait for it to finish or stop it", p.lockPath(), strings.TrimSpace(string(b)))
-	}
-	f.Truncate(0)
-	f.WriteAt([]byte(fmt.Sprint(os.Getpid())), 0)
-	p.lock = f
-	return nil
-}
-
-func (p *Platform) releaseLock() {
-	if p.lock != nil {
-		syscall.Flock(int(p.lock.Fd()), syscall.LOCK_UN)
-		p.lock.Close()
-		p.lock = nil
-	}
-}
-
-func (p *Platform) saveState() error {
-	p.mu.Lock()
-	st := state{Run: p.run, Network: p.network, DefMask: p.defMask}
-	p.mu.Unlock()
-	if p.rdt != nil {
-		st.Resctrl = p.rdt.Root()
-	}
-	b, _ := json.Marshal(st)
-	tmp := p.statePath() + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("platform state: %w", err)
-	}
-	return os.Rename(tmp, p.statePath())
-}
-
 // reconcile removes what a previous colo left: containers and networks labelled by a
 // colo process of this PID namespace that no longer exists, owned resctrl groups, and
 // system/default masks it had changed (restored).
 func (p *Platform) reconcile() error {
 	var errs []error
+	// runs whose journal says their process lives (this process's other platforms too)
+	live := map[string]bool{}
+	rs, err := journal.ListAll(p.o.StateDir)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Alive() && r.Run != "" {
+			live[r.Run], live[r.Network] = true, true
+		}
+	}
 	mine := map[string]string{labelPlatform: "linux", labelPIDNS: pidNamespace()}
 	ws, err := p.rtm.List(p.ctx, mine)
 	if err != nil {
 		return err
 	}
 	for _, w := range ws {
-		if alive(w.Labels[labelPID]) {
-			continue // another colo process (tests, a second StateDir) still runs it
+		if live[w.Labels[rt.LabelRun]] || alive(w.Labels[labelPID]) {
+			continue // a live run's (this process's, another colo process's)
 		}
 		if err := p.rtm.Remove(p.ctx, w.ID); err != nil && !errors.Is(err, rt.ErrNotFound) && !strings.Contains(err.Error(), "already in progress") {
 			errs = append(errs, err)
@@ -482,7 +479,7 @@ func (p *Platform) reconcile() error {
 			errs = append(errs, err)
 		}
 		for _, n := range nets {
-			if alive(networkPID(n)) {
+			if live[n] || alive(networkPID(n)) {
 				continue
 			}
 			if err := p.dock.RemoveNetwork(p.ctx, n); err != nil {
@@ -492,30 +489,23 @@ func (p *Platform) reconcile() error {
 			p.notef("removed network %s left by an earlier colo run", n)
 		}
 	}
-	var old state
-	if b, err := os.ReadFile(p.statePath()); err == nil {
-		json.Unmarshal(b, &old)
-	}
+	// resctrl: only what the journals of dead instances on this mount recorded (and
+	// their records; a live instance's groups, another agent's or a user's are kept)
+	var fsys resctrl.FS
+	root := ""
 	if p.rdt != nil {
-		removed, err := p.rdt.Reconcile()
+		fsys, root = p.rdt.Client().FS(), p.rdt.Root()
+	}
+	if len(errs) == 0 {
+		done, err := journal.Reconcile(fsys, p.o.StateDir, root, true)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		for _, g := range removed {
-			p.notef("removed resctrl group %s left by an earlier colo run", g)
-		}
-		if old.Resctrl == "" || old.Resctrl == p.rdt.Root() {
-			for dom, mask := range old.DefMask {
-				if err := p.rdt.SetSchemata("", dom, mask, 0); err != nil {
-					errs = append(errs, fmt.Errorf("restore system/default L3 mask %#x on domain %d: %w", mask, dom, err))
-					continue
-				}
-				p.notef("restored system/default L3 mask %#x on domain %d", mask, dom)
+		for _, u := range done {
+			if len(u.Removed) > 0 || u.Default != "" || u.DefaultLeft != "" {
+				p.notef("undid what an earlier colo run left: %s", u)
 			}
 		}
-	}
-	if len(errs) == 0 {
-		os.Remove(p.statePath())
 	}
 	return errors.Join(errs...)
 }
@@ -684,17 +674,10 @@ func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
 	}
 	j := &job{spec: js, rid: rid, cpus: append([]int(nil), cpus...), socket: p.m.SocketOfCore(cpus[0]), cg: info.Cgroup, done: make(chan struct{})}
 	p.openCounters(j)
-	if p.rdt != nil {
-		j.mon = p.rdt.MonPath("", p.groupName(js.ID))
-		if err := p.rdt.CreateGroup(j.mon); err != nil {
-			p.notef("job %s: no resctrl monitoring group %s: %v (occupancy and memory bandwidth unavailable)", js.Name, j.mon, err)
-			j.mon = ""
-		}
-	}
 	p.mu.Lock()
 	p.jobs[js.ID] = j
 	p.mu.Unlock()
-	p.syncTasks(j)
+	p.joinRDT(j)
 	p.wg.Add(1)
 	go p.watch(j)
 	if js.Data.Docker {
@@ -715,10 +698,6 @@ func (p *Platform) output(rid string) string {
 		return ""
 	}
 	return "; it printed: " + strings.ReplaceAll(strings.TrimSpace(out), "\n", " | ")
-}
-
-func (p *Platform) groupName(id int) string {
-	return fmt.Sprintf("%sj%d", p.rdt.Prefix(), id)
 }
 
 func (p *Platform) openCounters(j *job) {
@@ -765,41 +744,6 @@ func (p *Platform) watch(j *job) {
 	}
 }
 
-// syncTasks writes the container's threads into its resctrl groups (containers fork;
-// threads that vanished between listing and writing are normal).
-func (p *Platform) syncTasks(j *job) {
-	if p.rdt == nil || j.mon == "" {
-		return
-	}
-	tids, err := j.cg.Threads()
-	if err != nil {
-		return // exited: nothing to sync
-	}
-	have, _ := p.rdt.Tasks(j.mon)
-	in := make(map[int]bool, len(have))
-	for _, t := range have {
-		in[t] = true
-	}
-	var add []int
-	for _, t := range tids {
-		if !in[t] {
-			add = append(add, t)
-		}
-	}
-	if len(add) == 0 {
-		return
-	}
-	if j.ctrl != "" {
-		if _, err := p.rdt.AddTasks(j.ctrl, add); err != nil {
-			p.notef("job %s: moving threads into %s: %v", j.spec.Name, j.ctrl, err)
-			return
-		}
-	}
-	if _, err := p.rdt.AddTasks(j.mon, add); err != nil {
-		p.notef("job %s: moving threads into %s: %v", j.spec.Name, j.mon, err)
-	}
-}
-
 // Stop implements bench.Platform: the job's counters, resctrl groups and container go.
 func (p *Platform) Stop(id int) error {
 	j, err := p.get(id)
@@ -818,10 +762,8 @@ func (p *Platform) stopJob(j *job) error {
 	j.mu.Unlock()
 	var errs []error
 	p.closeCounters(j)
-	if p.rdt != nil {
-		if err := p.leaveGroups(j); err != nil {
-			errs = append(errs, err)
-		}
+	if err := p.leaveRDT(j); err != nil {
+		errs = append(errs, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.o.StopGrace+10*time.Second)
 	defer cancel()
@@ -831,30 +773,6 @@ func (p *Platform) stopJob(j *job) error {
 	if err := p.rtm.Remove(ctx, j.rid); err != nil && !errors.Is(err, rt.ErrNotFound) {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
-}
-
-// leaveGroups returns a job's threads to system/default and removes its groups.
-func (p *Platform) leaveGroups(j *job) error {
-	var errs []error
-	if j.ctrl != "" {
-		if tids, err := p.rdt.Tasks(j.ctrl); err == nil && len(tids) > 0 {
-			if _, err := p.rdt.AddTasks("", tids); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if j.mon != "" && p.rdt.Exists(j.mon) {
-		if err := p.rdt.RemoveGroup(j.mon); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if j.ctrl != "" && p.rdt.Exists(j.ctrl) {
-		if err := p.rdt.RemoveGroup(j.ctrl); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	j.ctrl, j.mon = "", ""
 	return errors.Join(errs...)
 }
 
@@ -878,10 +796,12 @@ func (p *Platform) Move(id int, cpus []int) error {
 			return err
 		}
 	}
-	if p.rdt != nil && j.ctrl != "" {
-		if err := p.SetAllocation(id, j.socket, 0, 0); err != nil {
-			return err
+	if p.rdt != nil { // back to system/default, its monitoring group on the new socket
+		p.setWant(id, func(w *plan.Want) { w.Socket, w.Mask, w.MBA = j.socket, 0, 0 })
+		if err := p.replan(); err != nil {
+			return fmt.Errorf("job %s: %w", j.spec.Name, err)
 		}
+		p.syncTasks(j)
 	}
 	return nil
 }
@@ -910,146 +830,6 @@ func (p *Platform) SetQuota(id int, quota float64) error {
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
 	j.quota = quota
-	return nil
-}
-
-func (p *Platform) noRDT() error {
-	return errors.New("no resctrl on this host: cache and bandwidth allocation are unavailable (run with --resctrl-root DIR on an emulator mount, or on a host with RDT; colo doctor explains)")
-}
-
-// SetAllocation implements bench.Platform. A new control group is created and its
-// schemata written before any thread moves: a rejected schemata leaves nothing behind.
-func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
-	if p.rdt == nil {
-		return p.noRDT()
-	}
-	j, err := p.get(id)
-	if err != nil {
-		return err
-	}
-	name := p.groupName(id)
-	if mask == 0 {
-		if j.ctrl == "" {
-			return nil
-		}
-		if err := p.leaveGroups(j); err != nil {
-			return fmt.Errorf("job %s: back to system/default: %w", j.spec.Name, err)
-		}
-		j.mon = p.rdt.MonPath("", name)
-		if err := p.rdt.CreateGroup(j.mon); err != nil {
-			p.notef("job %s: no resctrl monitoring group %s: %v", j.spec.Name, j.mon, err)
-			j.mon = ""
-		}
-		p.syncTasks(j)
-		return nil
-	}
-	if p.m.MBA == nil {
-		mba = 0
-	}
-	if j.ctrl != "" {
-		if err := p.setSocket(j.ctrl, socket, mask, mba); err != nil {
-			return fmt.Errorf("job %s: %w", j.spec.Name, err)
-		}
-		return nil
-	}
-	if err := p.rdt.CreateGroup(name); err != nil {
-		return fmt.Errorf("job %s: create control group %s: %w", j.spec.Name, name, err)
-	}
-	if err := p.setSocket(name, socket, mask, mba); err != nil {
-		p.rdt.RemoveGroup(name)
-		return fmt.Errorf("job %s: %w", j.spec.Name, err)
-	}
-	// Threads move into the new class; the old monitoring group (under the default
-	// group) is replaced by one under the class (seed000.md §1.4).
-	oldMon := j.mon
-	j.ctrl = name
-	j.mon = p.rdt.MonPath(name, name)
-	if err := p.rdt.CreateGroup(j.mon); err != nil {
-		p.notef("job %s: no monitoring group %s: %v", j.spec.Name, j.mon, err)
-		j.mon = ""
-	}
-	if tids, err := j.cg.Threads(); err == nil {
-		if _, err := p.rdt.AddTasks(name, tids); err != nil {
-			p.notef("job %s: moving threads into %s: %v", j.spec.Name, name, err)
-		}
-	}
-	if oldMon != "" && p.rdt.Exists(oldMon) {
-		if err := p.rdt.RemoveGroup(oldMon); err != nil {
-			p.notef("job %s: removing %s: %v", j.spec.Name, oldMon, err)
-		}
-	}
-	if j.mon == "" {
-		j.mon = name // the control group monitors too
-	}
-	p.syncTasks(j)
-	return nil
-}
-
-// SetDefaultMask implements bench.Platform. The original mask is saved first, so a
-// restarted colo restores it after a crash.
-func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
-	if p.rdt == nil {
-		return p.noRDT()
-	}
-	doms, err := resctrl.SocketDomains(p.m, socket)
-	if err != nil {
-		return err
-	}
-	changed := false
-	for _, d := range doms {
-		p.mu.Lock()
-		_, saved := p.defMask[d]
-		p.mu.Unlock()
-		if saved {
-			continue
-		}
-		orig, _, err := p.rdt.ReadSchemata("", d)
-		if err != nil {
-			return fmt.Errorf("system/default: %w", err)
-		}
-		p.mu.Lock()
-		p.defMask[d] = orig
-		p.mu.Unlock()
-		changed = true
-	}
-	if changed {
-		if err := p.saveState(); err != nil {
-			return err
-		}
-	}
-	return p.setSocket("", socket, mask, 0)
-}
-
-// setSocket writes L3 mask and (mba > 0) MB value on every resctrl domain of socket
-// (resctrl.SocketDomains: the socket's one L3 on Intel, each of its CCXs on AMD), so a
-// per-socket decision covers the whole socket. If a domain's write fails, the domains
-// already written get their previous values back: nothing is half-applied.
-func (p *Platform) setSocket(path string, socket int, mask uint64, mba int) error {
-	doms, err := resctrl.SocketDomains(p.m, socket)
-	if err != nil {
-		return err
-	}
-	type prev struct {
-		dom  int
-		mask uint64
-		mba  int
-	}
-	var done []prev
-	for _, d := range doms {
-		m0, b0, err := p.rdt.ReadSchemata(path, d)
-		if err == nil {
-			err = p.rdt.SetSchemata(path, d, mask, mba)
-		}
-		if err != nil {
-			for _, o := range done {
-				if rerr := p.rdt.SetSchemata(path, o.dom, o.mask, o.mba); rerr != nil {
-					return fmt.Errorf("socket %d domain %d: %w (and restoring domain %d failed: %v)", socket, d, err, o.dom, rerr)
-				}
-			}
-			return fmt.Errorf("socket %d domain %d: %w", socket, d, err)
-		}
-		done = append(done, prev{d, m0, b0})
-	}
 	return nil
 }
 
@@ -1107,49 +887,18 @@ func (p *Platform) read(j *job) (bench.Counters, error) {
 		}
 		c.CPUTime = j.base.CPUTime + j.lastCPU
 	}
-	if p.rdt != nil && j.mon != "" {
-		occ, tot, loc, err := p.rdt.MonData(j.mon)
+	pl := p.placement(j.spec.ID)
+	mon := pl.Mon
+	if mon == "" {
+		mon = pl.Group // monitored with its control group (no RMID left)
+	}
+	if p.rdt != nil && (mon != "" || pl.Mon != "") {
+		occ, tot, loc, err := p.rdt.MonData(mon)
 		if err == nil {
 			c.LLCOccupancy, c.MBMTotalBytes, c.MBMLocalBytes = float64(occ), float64(tot), float64(loc)
 		}
 	}
 	return c, nil
-}
-
-// ReadAllocation implements bench.Platform: the job's group and its schemata on the
-// job's socket, read back from resctrl.
-//
-// Without resctrl every job is in system/default by construction (SetAllocation refuses),
-// so the reading is the empty default group; New recorded once that RDT is unavailable.
-func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
-	j, err := p.get(id)
-	if err != nil {
-		return bench.AllocationReading{}, err
-	}
-	if p.rdt == nil {
-		return bench.AllocationReading{}, nil
-	}
-	doms, err := resctrl.SocketDomains(p.m, j.socket)
-	if err != nil {
-		return bench.AllocationReading{}, err
-	}
-	mask, mba, err := p.rdt.ReadSchemata(j.ctrl, doms[0])
-	if err != nil {
-		return bench.AllocationReading{}, err
-	}
-	for _, d := range doms[1:] { // setSocket writes them all alike
-		m, b, err := p.rdt.ReadSchemata(j.ctrl, d)
-		if err != nil {
-			return bench.AllocationReading{}, err
-		}
-		if m != mask || b != mba {
-			return bench.AllocationReading{}, fmt.Errorf("job %s: group %q differs across socket %d's domains: domain %d L3 %#x MB %d, domain %d L3 %#x MB %d", j.spec.Name, j.ctrl, j.socket, doms[0], mask, mba, d, m, b)
-		}
-	}
-	if err != nil {
-		return bench.AllocationReading{}, err
-	}
-	return bench.AllocationReading{Group: j.ctrl, Mask: mask, MBA: mba}, nil
 }
 
 // Now implements bench.Platform: wall-clock time since the platform started.
@@ -1257,16 +1006,20 @@ func (p *Platform) teardown() error {
 	p.cancel()
 	p.wg.Wait()
 	if p.rdt != nil {
-		if _, err := p.rdt.Reconcile(); err != nil {
+		removed, err := p.rdt.RemoveGroups(p.own)
+		if err != nil {
 			errs = append(errs, err)
 		}
-		p.mu.Lock()
-		dm := p.defMask
-		p.defMask = map[int]uint64{}
-		p.mu.Unlock()
-		for dom, mask := range dm {
-			if err := p.rdt.SetSchemata("", dom, mask, 0); err != nil {
-				errs = append(errs, fmt.Errorf("restore system/default on domain %d: %w", dom, err))
+		for _, g := range removed {
+			if err := p.jr.DropGroup(g); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if d := p.jr.Record().Default; d != "" {
+			if err := p.rdt.RestoreDefault(d); err != nil {
+				errs = append(errs, fmt.Errorf("restore system/default: %w", err))
+			} else if err := p.jr.ClearDefault(); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
@@ -1278,9 +1031,10 @@ func (p *Platform) teardown() error {
 	if p.rtm != nil {
 		p.rtm.Close()
 	}
-	if len(errs) == 0 {
-		os.Remove(p.statePath())
+	if len(errs) == 0 && p.jr != nil {
+		if err := p.jr.Close(); err != nil { // everything undone: the record goes
+			errs = append(errs, err)
+		}
 	}
-	p.releaseLock()
 	return errors.Join(errs...)
 }

@@ -2,6 +2,8 @@ package dcat
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +99,12 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	}
 	if s.baseline < opt.MinWays || s.baseline > opt.Capacity() {
 		return nil, fmt.Errorf("dcat: scheduler.options.baseline = %d is outside %d..%d", s.baseline, opt.MinWays, opt.Capacity())
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.baselines)) {
+		if b := s.baselines[name]; b < opt.MinWays || b > opt.Capacity() {
+			return nil, fmt.Errorf("dcat: scheduler.options.baselines.%s = %d is outside %d..%d (the %d-way cache less host_ways)",
+				name, b, opt.MinWays, opt.Capacity(), m.LLC.Ways)
+		}
 	}
 	s.opt = opt
 	ctl, err := ctlsched.PerSocket(m.Sockets, func() (*Controller, error) { return New(opt) })

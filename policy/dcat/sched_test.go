@@ -38,23 +38,28 @@ func TestSchedulerOptionsRejected(t *testing.T) {
 	}
 }
 
-// A job whose baseline can never be admitted is rejected with the reason; jobs whose
-// baselines would over-commit the cache now wait (admission error logged), never squeezed.
+// A baseline wider than the cache is an option error (bad input, issue #13), not a job
+// rejected at run time; jobs whose baselines would over-commit the cache wait (admission
+// error logged), never squeezed.
 func TestSchedulerAdmission(t *testing.T) {
 	m, _ := machine.Get("bdw-2697v4")
 	cfg := sched.DefaultConfig()
 	cfg.ReserveWays = 0
 	cfg.Options = map[string]any{"baseline": 8, "baselines": map[string]any{"huge": 25}}
+	if _, err := sched.New("dcat", sched.Env{Machine: m, Config: cfg}); err == nil || !strings.Contains(err.Error(), "baselines.huge = 25") {
+		t.Fatalf("a 25-way baseline on a 20-way cache: %v", err)
+	}
+	cfg.Options = map[string]any{"baseline": 8}
 	s, err := sched.New("dcat", sched.Env{Machine: m, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	free := [][]int{{0, 1, 2, 3, 4, 5, 6, 7}}
 	obs := &sched.Observation{FreeCPUs: free, Queue: []sched.Job{
-		{ID: 1, Name: "huge", Cores: 1}, {ID: 2, Name: "a", Cores: 1}, {ID: 3, Name: "b", Cores: 1}, {ID: 4, Name: "c", Cores: 1},
+		{ID: 2, Name: "a", Cores: 1}, {ID: 3, Name: "b", Cores: 1}, {ID: 4, Name: "c", Cores: 1},
 	}}
 	d := s.Tick(obs)
-	if len(d.Reject) != 1 || d.Reject[0].Job != 1 || !strings.Contains(d.Reject[0].Reason, "baseline 25") {
+	if len(d.Reject) != 0 {
 		t.Fatalf("rejections %+v", d.Reject)
 	}
 	if len(d.Place) != 2 {

@@ -53,8 +53,8 @@ func (d Dir) Prepare() error {
 func (d Dir) Path(name string) string { return filepath.Join(string(d), name) }
 
 // Write writes one file of the directory atomically (temp file + rename): nothing
-// half-written. A target without any write permission bit is refused even for root, whom
-// the kernel would let through.
+// half-written. A target (or a directory) without any write permission bit is refused
+// even for root, whom the kernel would let through.
 func (d Dir) Write(name string, encode func(io.Writer) error) error {
 	var buf bytes.Buffer
 	if err := encode(&buf); err != nil {
@@ -64,11 +64,20 @@ func (d Dir) Write(name string, encode func(io.Writer) error) error {
 	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o222 == 0 {
 		return inputErrorf("%s is read-only (a published data set?): not overwriting it; copy the directory to write into it", path)
 	}
+	if dir := filepath.Dir(path); isReadOnly(dir) {
+		return inputErrorf("%s is a read-only directory (a published data set?): not writing %s into it; copy the directory to write into it", dir, filepath.Base(path))
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// isReadOnly says whether path exists without any write permission bit.
+func isReadOnly(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().Perm()&0o222 == 0
 }
 
 // HasReporterCurve tells whether the directory holds a reporter curve.

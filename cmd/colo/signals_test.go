@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"colo/internal/testenv"
+	"colo/platform/linux"
+	"colo/resctrl/emu"
+	"colo/runtime/docker"
+	"colo/runtime/docker/dockertest"
+	"colo/store"
+)
+
+// TestMain lets a test start this test binary as the colo command (COLO_TEST_MAIN=1):
+// the signal tests need a real process to signal. COLO_TEST_IMAGE and COLO_TEST_STATE
+// point the linux platform at the test's image and state directory.
+func TestMain(m *testing.M) {
+	if os.Getenv("COLO_TEST_MAIN") == "1" {
+		linux.Defaults.Image = os.Getenv("COLO_TEST_IMAGE")
+		linux.Defaults.StateDir = os.Getenv("COLO_TEST_STATE")
+		os.Args = append([]string{"colo"}, os.Args[1:]...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// coloProcess starts this binary as `colo args...`.
+func coloProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), "COLO_TEST_MAIN=1"), env...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// linuxRunEnv is a real-Docker, emulator-mounted host for `colo run --platform linux`.
+type linuxRunEnv struct {
+	dock  *docker.Runtime
+	em    *emu.Emulator
+	root  string // emulator mount
+	image string
+	state string
+	def   map[string][]uint32 // system/default schemata before the run
+}
+
+var (
+	sigImageOnce sync.Once
+	sigImage     string
+	sigImageErr  error
+)
+
+func newLinuxRunEnv(t *testing.T) *linuxRunEnv {
+	t.Helper()
+	r := dockertest.Require(t, docker.Options{})
+	testenv.Need(t, "FUSE (apt-get install fuse3; scripts/setup.sh installs it)", emu.FUSEAvailable())
+	sigImageOnce.Do(func() {
+		sigImage, sigImageErr = dockertest.BuildColoImage(context.Background(), r, dockertest.Name(t, "colo")+":sig")
+	})
+	if sigImageErr != nil {
+		t.Fatal(sigImageErr)
+	}
+	e, err := emu.NewNamed("intel", emu.Options{PIDExists: func(pid int) bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return err == nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	m, err := emu.Mount(e, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Unmount() })
+	g, _ := e.State().Group("")
+	return &linuxRunEnv{dock: r, em: e, root: root, image: sigImage, state: t.TempDir(), def: g.Schemata}
+}
+
+func (e *linuxRunEnv) env() []string {
+	return []string{"COLO_TEST_IMAGE=" + e.image, "COLO_TEST_STATE=" + e.state}
+}
+
+// startRun starts `colo run examples/linux/colocation.yaml --platform linux` on the
+// emulator, writing into a fresh run directory.
+func (e *linuxRunEnv) startRun(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "run")
+	a := append([]string{"run", "../../examples/linux/colocation.yaml", "--platform", "linux",
+		"--resctrl-root", e.root, "--out", out}, args...)
+	cmd, log := coloProcess(t, e.env(), a...)
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, log, out
+}
+
+// waitAllocatedAndSampled waits until both jobs sit in their own classes and the run
+// directory holds committed samples.
+func (e *linuxRunEnv) waitAllocatedAndSampled(t *testing.T, dir string, log *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		n := 0
+		for _, g := range e.em.State().Groups {
+			if !g.IsMon && strings.HasPrefix(g.Path, "colo.") && len(g.Tasks) > 0 {
+				n++
+			}
+		}
+		if n == 2 && committedSamples(dir) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never allocated both jobs and committed samples; its output:\n%s", log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// committedSamples counts the samples another process committed to dir's database.
+func committedSamples(dir string) int64 {
+	st, err := store.Open(dir)
+	if err != nil {
+		return 0
+	}
+	defer st.Close()
+	runs, err := st.Runs()
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, r := range runs {
+		c, _ := st.SampleCount(r.ID)
+		n += c
+	}
+	return n
+}
+
+// leftovers counts what the colo process pid left: containers and networks labelled with
+// its PID, resctrl groups in the emulator, and whether system/default is as before.
+func (e *linuxRunEnv) leftovers(t *testing.T, pid int) (containers, networks, groups int, defaultOK bool) {
+	t.Helper()
+	l := map[string]string{"colo.platform": "linux", "colo.pid": strconv.Itoa(pid)}
+	cs, err := e.dock.List(context.Background(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := e.dock.ListNetworks(context.Background(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.em.State()
+	for _, g := range st.Groups {
+		if g.Path != "" {
+			groups++
+		}
+	}
+	g, _ := st.Group("")
+	return len(cs), len(ns), groups, reflect.DeepEqual(g.Schemata, e.def)
+}
+
+// Issue #13 must-show: SIGINT and SIGTERM during a Linux run on real Docker with the
+// emulator mounted leave no container, network or group, the default masks as before, and
+// a run directory marked interrupted with its samples, readable by report and export.
+func TestSignalStopsLinuxRunCleanly(t *testing.T) {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		name string
+		code int
+	}{{syscall.SIGINT, "SIGINT", 130}, {syscall.SIGTERM, "SIGTERM", 143}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newLinuxRunEnv(t)
+			cmd, log, dir := e.startRun(t)
+			e.waitAllocatedAndSampled(t, dir, log)
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != c.code {
+				t.Fatalf("exit %v, want code %d; output:\n%s", err, c.code, log.String())
+			}
+			if cn, nn, gn, defOK := e.leftovers(t, cmd.Process.Pid); cn != 0 || nn != 0 || gn != 0 || !defOK {
+				t.Fatalf("after %s: %d containers, %d networks, %d groups, default schemata restored %v; output:\n%s",
+					c.name, cn, nn, gn, defOK, log.String())
+			}
+			st, err := store.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := st.Manifest()
+			missing, _ := st.Missing()
+			st.Close()
+			if m.Complete || m.Interrupted != c.name || len(missing) == 0 {
+				t.Fatalf("manifest complete=%v interrupted=%q, missing %q", m.Complete, m.Interrupted, missing)
+			}
+			if n := committedSamples(dir); n == 0 {
+				t.Fatal("the interrupted run directory has no samples")
+			}
+			if !strings.Contains(missing[0], c.name) {
+				t.Errorf("the incomplete banner does not say the run was interrupted: %q", missing)
+			}
+			// report and export open it with the incomplete banner
+			html := filepath.Join(t.TempDir(), "r.html")
+			if out, err := runColo(t, "report", dir, "-o", html); err != nil {
+				t.Fatalf("report: %v\n%s", err, out)
+			}
+			b, _ := os.ReadFile(html)
+			if !bytes.Contains(b, []byte("Incomplete run directory")) || !bytes.Contains(b, []byte(c.name)) {
+				t.Errorf("report has no incomplete banner naming %s", c.name)
+			}
+			_, stderr, err := runSplit(t, "export", dir, "--format", "csv", "-o", t.TempDir())
+			if err != nil || !strings.Contains(stderr, "incomplete") {
+				t.Errorf("export: %v, stderr %q", err, stderr)
+			}
+		})
+	}
+}
+
+// A second signal exits at once with the first signal's code, after listing what the
+// command said it would leave behind.
+func TestSecondSignalExitsSayingWhatIsLeft(t *testing.T) {
+	var out bytes.Buffer
+	code := -1
+	in := &interruption{pending: map[int]string{}, out: &out, exit: func(c int) { code = c }}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := in.leave("run directory runs/x (incomplete)")
+	in.leave("containers: run `colo cleanup`")
+	done()
+	in.receive(syscall.SIGTERM, cancel)
+	if ctx.Err() == nil || code != -1 || in.signalled() != syscall.SIGTERM {
+		t.Fatalf("first signal: ctx %v, exit %d", ctx.Err(), code)
+	}
+	in.receive(syscall.SIGINT, cancel)
+	if code != 143 {
+		t.Fatalf("second signal exit code %d, want 143 (the first signal's)", code)
+	}
+	s := out.String()
+	if !strings.Contains(s, "left behind: containers: run `colo cleanup`") || strings.Contains(s, "runs/x") {
+		t.Fatalf("second-signal message:\n%s", s)
+	}
+}
