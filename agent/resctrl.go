@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"colo/resctrl"
+	"colo/resctrl/plan"
 )
 
 // Resctrl implements Groups over colo's resctrl client and its platform adapter (the
@@ -133,6 +134,20 @@ func (r *Resctrl) readCounter(rel string) ([]byte, error) {
 	return r.buf[:n], nil
 }
 
+// ApplyPlan implements Groups: the open counter files of groups about to be removed are
+// closed first.
+func (r *Resctrl) ApplyPlan(ops []plan.Op) error {
+	for _, o := range ops {
+		if o.Kind == plan.Rmdir {
+			r.closeUnder(o.Group)
+		}
+	}
+	return r.Adapter.ApplyPlan(ops)
+}
+
+// FS implements Groups.
+func (r *Resctrl) FS() resctrl.FS { return r.c.FS() }
+
 // RemoveGroup implements Groups: the group's open counter files are closed first.
 func (r *Resctrl) RemoveGroup(path string) error {
 	r.closeUnder(path)
@@ -147,12 +162,6 @@ func (r *Resctrl) closeUnder(path string) {
 			delete(r.open, k)
 		}
 	}
-}
-
-// Sweep implements Groups.
-func (r *Resctrl) Sweep() ([]string, error) {
-	r.closeUnder("")
-	return r.c.Reconcile(nil)
 }
 
 func joinPath(dir, file string) string {

@@ -20,12 +20,13 @@ import (
 func BenchmarkTick30(b *testing.B) {
 	em, _ := emu.NewNamed("intel", emu.Options{})
 	m, _ := machine.Get("icx-4314-2s")
-	jr, err := OpenJournal(b.TempDir(), "emu")
+	inst := NewInstance()
+	jr, err := OpenJournal(b.TempDir(), "emu", inst)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer jr.Close()
-	g, _ := NewResctrl(resctrl.New(em.FS(), resctrl.Options{Prefix: GroupPrefix(jr.State().Instance), AllowDefault: true}), "emu", false)
+	g, _ := NewResctrl(resctrl.New(em.FS(), resctrl.Options{Prefix: GroupPrefix(inst), AllowDefault: true}), "emu", false)
 	cfg := sched.DefaultConfig()
 	s, _ := sched.New("static-cat", sched.Env{Machine: m, Config: cfg, IPCEUnavailable: "bench"})
 	host := &fakeHost{threads: map[string][]int{}}

@@ -173,18 +173,23 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
 	defer ln.Close()
-	jr, err := agent.OpenJournal(f.stateDir, root)
+	lock, err := agent.TakeLock(f.stateDir, root)
 	if err != nil {
 		return err
 	}
-	defer jr.Close()
-	g, err := agent.OpenResctrl(root, jr.State().Instance)
+	defer lock.Release()
+	instance := agent.NewInstance()
+	g, err := agent.OpenResctrl(root, instance)
 	if err != nil {
 		return fmt.Errorf("resctrl at %s: %w", root, err)
 	}
+	jr, err := agent.OpenJournal(f.stateDir, root, instance)
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
 		Host:     agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
-		Interval: f.interval, Log: log})
+		Interval: f.interval, StateDir: f.stateDir, Log: log})
 	if err != nil {
 		return err
 	}
@@ -193,10 +198,11 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// SIGTERM/SIGINT cancel ctx (main's watch, or this one when run outside main)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "resctrl", root,
-		"listen", ln.Addr().String(), "instance", jr.State().Instance, "journal", jr.Path(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable), "counters", counters)
+		"listen", ln.Addr().String(), "instance", instance, "journal", jr.Record().File(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable), "counters", counters)
 	err = a.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	srv.Shutdown(sctx)
@@ -205,6 +211,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return err
 	}
 	log.Info("colo agent stopped cleanly")
+	intr.stopped() // SIGTERM is how a daemon is stopped: exit 0 after the clean shutdown
 	return nil
 }
 
