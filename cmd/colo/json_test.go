@@ -60,7 +60,7 @@ var jsonRuns = []struct {
 	{"colo resctrl ls", []string{"resctrl", "--root", "ROOT", "ls", "--json"}},
 	{"colo resctrl show", []string{"resctrl", "--root", "ROOT", "show", "colo.json", "--json"}},
 	{"colo resctrl mon", []string{"resctrl", "--root", "ROOT", "mon", "colo.json", "--json"}},
-	{"colo resctrl reconcile", []string{"resctrl", "--root", "ROOT", "reconcile", "--keep", "colo.json", "--json"}},
+	{"colo resctrl reconcile", []string{"resctrl", "--root", "ROOT", "reconcile", "--state-dir", "STATE", "--json"}},
 }
 
 // leaves lists every runnable command by its full path ("colo machine list").
@@ -126,6 +126,8 @@ func TestEveryResultCommandPrintsOneJSONValue(t *testing.T) {
 					switch a {
 					case "ROOT":
 						args[i] = root
+					case "STATE":
+						args[i] = t.TempDir()
 					case "PID": // the emulator only records the task
 						args[i] = strconv.Itoa(os.Getpid())
 					}
