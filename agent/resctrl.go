@@ -171,7 +171,6 @@ func joinPath(dir, file string) string {
 	return strings.Trim(dir, "/") + "/" + file
 }
 
-
 // Available implements Groups: the mount still shows its info directory.
 func (r *Resctrl) Available() error {
 	if !r.local {
