@@ -55,10 +55,11 @@ const (
 // maxLevelApps bounds the workloads that get pressure levels (each level is one more
 // cluster table and DP); levelCount (MaxSTP) and levelCountUnf (MinUnf) are how many.
 // Measured on the 12–16-application bench mixes with the stalls model: more levels
-// prune more nodes but cost more tables; 2–4 levels above the lowest pressure are best.
+// prune more nodes but cost more tables (n=16 optc-stp: 3 levels 1.9 M nodes, 6 levels
+// 0.96 M, the same CPU time; n=13: 8 levels 311 nodes but twice the time of 2).
 const (
 	maxLevelApps  = 18
-	levelCount    = 3
+	levelCount    = 5
 	levelCountUnf = 2
 )
 
