@@ -311,7 +311,11 @@ func TestAllocationsAndCPUTime(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
 	bm := parseBench(t, smokeYAML)
-	pf, err := New(bm, e.options(nil))
+	o := e.options(nil)
+	// a loaded host may take seconds to run a container that exits at once: watch long
+	// enough that the exit is an event seen, not a race lost
+	o.StartGrace = 10 * time.Second
+	pf, err := New(bm, o)
 	if err != nil {
 		t.Fatal(err)
 	}

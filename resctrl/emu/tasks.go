@@ -57,8 +57,7 @@ func (e *Emulator) moveTask(pid int, g *group) error {
 	}
 	t := e.tasks[pid]
 	if t == nil {
-		t = &task{}
-		e.tasks[pid] = t
+		t = &task{} // in the default group until the move below succeeds
 	}
 	if g.ctrl {
 		t.closid, t.rmid = g.closid, g.rmid
@@ -69,6 +68,7 @@ func (e *Emulator) moveTask(pid int, g *group) error {
 		}
 		t.rmid = g.rmid
 	}
+	e.tasks[pid] = t
 	e.gen++
 	return nil
 }
