@@ -123,7 +123,8 @@ func (j *FileJournal) save() error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if _, err := f.Write(b); err == nil {
+	_, err = f.Write(b)
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

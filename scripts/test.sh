@@ -4,6 +4,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 go vet ./...
+# staticcheck from the Go module proxy, built once into a cache (CI machines start cold)
+sc="$HOME/.cache/colo-staticcheck/staticcheck"
+[ -x "$sc" ] || GOBIN="$(dirname "$sc")" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+"$sc" ./...
 go test -count=1 -timeout 40m ./...
+# the race detector on the packages that run goroutines
+go test -race -count=1 -timeout 40m ./runtime/... ./platform/... ./sink/... ./store/... ./resctrl/emu/... ./agent/...
+# every fuzz target for a few seconds of fresh inputs (the corpora ran above)
+FUZZTIME="${FUZZTIME:-5s}" bash scripts/fuzz.sh
 # The Kubernetes module (k8s/, its own go.mod): its pure packages need no cluster.
 (cd k8s && go vet ./nodestate ./placement ./experiment && go test -count=1 ./nodestate ./placement ./experiment)

@@ -65,7 +65,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func newEnv(t *testing.T) testEnv {
+func newEnv(t testing.TB) testEnv {
 	t.Helper()
 	r := dockertest.Require(t, docker.Options{})
 	imageOnce.Do(func() {
@@ -81,7 +81,7 @@ func (e testEnv) options(rdt RDT) Options {
 	return Options{Image: e.image, StateDir: e.state, RDT: rdt, ResctrlRoot: "none", Logf: func(string, ...any) {}}
 }
 
-func parseBench(t *testing.T, y string) *bench.Benchmark {
+func parseBench(t testing.TB, y string) *bench.Benchmark {
 	t.Helper()
 	bm, err := bench.Parse("linux-test.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err != nil {
