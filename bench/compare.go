@@ -165,7 +165,11 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 
 // WriteTable prints the report side by side, one column per scheduler.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%s — %d jobs on %s (%s), %s of virtual time", r.Benchmark, r.Jobs, r.Machine, r.Platform, time.Duration(r.MaxT*float64(time.Second)))
+	clock := "virtual time"
+	if r.Platform != "sim" && r.Platform != "" {
+		clock = "wall time" // a real host's run takes as long as its trace
+	}
+	fmt.Fprintf(w, "%s — %d jobs on %s (%s), %s of %s", r.Benchmark, r.Jobs, r.Machine, r.Platform, time.Duration(r.MaxT*float64(time.Second)), clock)
 	if r.TraceSeed != 0 {
 		fmt.Fprintf(w, ", trace seed %d", r.TraceSeed)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"colo/machine"
+	"colo/sched"
 )
 
 // Counters are a job's cumulative counters since it started (perf-like counters, RDT
@@ -126,6 +127,14 @@ type CounterReporter interface {
 	// IPCEUnavailable returns "" when IPCE can be measured, else why not (and how to
 	// fix it).
 	IPCEUnavailable() string
+}
+
+// CLOSBudgeter is implemented by platforms that know their resctrl mount's control-group
+// budget: the run loop passes it to the scheduler in every Observation (sched.CLOSBudget).
+type CLOSBudgeter interface {
+	// CLOSBudget returns, per socket, how many control groups the run may hold and the
+	// ways other agents' groups claim.
+	CLOSBudget() []sched.CLOSBudget
 }
 
 // QuotaSetter is implemented by platforms that can limit a job's CPU time (the run loop

@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"time"
 
+	"colo/cbm"
 	"colo/metric"
 	"colo/probe"
 	"colo/sched"
@@ -58,7 +59,8 @@ func (r *runner) beginSegment(j *rjob, now time.Duration) {
 		r.endProbe(j)
 		return
 	}
-	mask, err := sched.LowestWays(p.req.Buffer, c.Ways)
+	lowest, err := cbm.Mask(p.req.Buffer).LowestWays(c.Ways)
+	mask := uint64(lowest)
 	if err == nil && c.MBA > p.req.MaxMBA {
 		err = fmt.Errorf("%d%% MBA exceeds the probe's %d%%", c.MBA, p.req.MaxMBA)
 	}

@@ -471,6 +471,9 @@ func (r *runner) freeCPUs() [][]int {
 
 func (r *runner) observation(now time.Duration) *sched.Observation {
 	obs := &sched.Observation{Now: now, FreeCPUs: r.freeCPUs(), Finished: r.done, ProbeResults: r.results}
+	if b, ok := r.pf.(CLOSBudgeter); ok {
+		obs.CLOS = b.CLOSBudget()
+	}
 	r.done, r.results = nil, nil
 	for _, j := range r.queue {
 		obs.Queue = append(obs.Queue, r.schedJob(j))

@@ -39,6 +39,11 @@ type Benchmark struct {
 	// ResctrlRoot is where the linux platform finds resctrl (colo run --resctrl-root;
 	// empty: the platform's default). The sim platform ignores it.
 	ResctrlRoot string
+	// Noise is the sim platform's relative measurement noise (0: none; Reseed sets it).
+	Noise float64
+	// gen and pool regenerate a generated trace under another seed (Reseed).
+	gen  GenParams
+	pool []poolEntry
 }
 
 // DataConfig is a resolved collector configuration.
@@ -519,9 +524,11 @@ func generatedTrace(c *checker, file string, root *yaml.Node, bm *Benchmark, f *
 	if len(c.errs) > 0 {
 		return nil
 	}
-	return Generate(GenParams{Seed: bm.TraceSeed, Mean: a.Mean, Sigma: a.Sigma, LenMean: a.Length.Mean,
+	bm.gen = GenParams{Seed: bm.TraceSeed, Mean: a.Mean, Sigma: a.Sigma, LenMean: a.Length.Mean,
 		LenSigma: a.Length.Sigma, LenMin: a.Length.Min, Split: a.Split, Sensitivities: a.Sensitivities,
-		PriorityPct: prio, Count: derefInt(a.Count), MaxT: bm.MaxT}, pool)
+		PriorityPct: prio, Count: derefInt(a.Count), MaxT: bm.MaxT}
+	bm.pool = pool
+	return Generate(bm.gen, pool)
 }
 
 func derefInt(p *int) int {

@@ -10,10 +10,11 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"math/bits"
 	"path"
 	"sort"
 	"strings"
+
+	"colo/cbm"
 
 	"gopkg.in/yaml.v3"
 )
@@ -105,30 +106,19 @@ func (p *Profile) LLCDomains() int { return p.Sockets * p.LLC.DomainsPerSocket }
 func (p *Profile) CoresPerDomain() int { return p.CoresPerSocket / p.LLC.DomainsPerSocket }
 
 // FullMask is the capacity bitmask with every way set (info/L3/cbm_mask).
-func (p *Profile) FullMask() uint64 { return (uint64(1) << uint(p.LLC.Ways)) - 1 }
+func (p *Profile) FullMask() uint64 { return uint64(cbm.Full(p.LLC.Ways)) }
 
-// Contiguous reports whether the set bits of mask form one run of ones (the empty mask
-// counts as contiguous): what the kernel's cbm_validate demands of a capacity bitmask
-// unless info/L3/sparse_masks is 1 (anchors.md, resctrl semantics).
-func Contiguous(mask uint64) bool {
-	if mask == 0 {
-		return true
-	}
-	m := mask >> uint(bits.TrailingZeros64(mask))
-	return m&(m+1) == 0
+// CBMRules are the L3's capacity-bitmask rules (info/L3/cbm_mask, min_cbm_bits,
+// sparse_masks).
+func (p *Profile) CBMRules() cbm.Rules {
+	return cbm.Rules{Width: p.LLC.Ways, MinBits: p.CAT.MinCBMBits, Sparse: p.CAT.SparseMasks}
 }
 
 // CheckMask says why the kernel would reject mask as a capacity bitmask of this machine's
-// L3, or returns nil (anchors.md, resctrl semantics): no bits beyond info/L3/cbm_mask, at
-// least info/L3/min_cbm_bits ones, one contiguous run unless SparseMasks.
+// L3 (cbm.Rules.Validate, the kernel's cbm_validate), or returns nil.
 func (p *Profile) CheckMask(mask uint64) error {
-	switch full := p.FullMask(); {
-	case mask&^full != 0:
-		return fmt.Errorf("mask %#x is wider than the %d-way cache of %s (cbm_mask %#x)", mask, p.LLC.Ways, p.Name, full)
-	case bits.OnesCount64(mask) < p.CAT.MinCBMBits:
-		return fmt.Errorf("mask %#x has %d ways set; %s needs at least min_cbm_bits=%d", mask, bits.OnesCount64(mask), p.Name, p.CAT.MinCBMBits)
-	case !p.CAT.SparseMasks && !Contiguous(mask):
-		return fmt.Errorf("mask %#x is not contiguous: %s (vendor %s) accepts only one run of ones", mask, p.Name, p.Vendor)
+	if err := p.CBMRules().Check(cbm.Mask(mask)); err != nil {
+		return fmt.Errorf("%s (vendor %s): %w", p.Name, p.Vendor, err)
 	}
 	return nil
 }

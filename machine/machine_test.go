@@ -47,14 +47,6 @@ func TestBuiltinProfilesMatchThePapers(t *testing.T) {
 	}
 }
 
-func TestContiguous(t *testing.T) {
-	for m, want := range map[uint64]bool{0: true, 1: true, 0x600: true, 0xfff: true, 0xf0f: false, 0x5: false, 1 << 63: true, ^uint64(0): true} {
-		if Contiguous(m) != want {
-			t.Errorf("Contiguous(%#x) = %v, want %v", m, !want, want)
-		}
-	}
-}
-
 // resctrl semantics (anchors.md): Intel rejects bits beyond cbm_mask, fewer than
 // min_cbm_bits (1) and non-contiguous masks; AMD accepts sparse masks and, with
 // min_cbm_bits 0, the empty mask.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"colo/cbm"
 	"colo/perfmodel"
 	"colo/profile"
 )
@@ -221,7 +222,7 @@ func placeLeastOverlap(W int, ways []int) []uint64 {
 		for b := bestPos; b < bestPos+w; b++ {
 			use[b]++
 		}
-		out[i] = ((uint64(1) << uint(w)) - 1) << uint(bestPos)
+		out[i] = uint64(cbm.Run(bestPos, w))
 	}
 	return out
 }

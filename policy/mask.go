@@ -2,50 +2,10 @@ package policy
 
 import (
 	"fmt"
-	"math/bits"
-	"strconv"
-	"strings"
 
+	"colo/cbm"
 	"colo/machine"
 )
-
-// ParseMask reads a capacity bitmask in hex ("0x600" or "600").
-func ParseMask(s string) (uint64, error) {
-	t := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), "0x"), "0X")
-	v, err := strconv.ParseUint(t, 16, 64)
-	if err != nil || t == "" {
-		return 0, fmt.Errorf("mask %q is not a hex bitmask (e.g. 0x600)", s)
-	}
-	return v, nil
-}
-
-// FormatMask prints a mask as PBBCache and resctrl do, in lower-case hex with 0x.
-func FormatMask(m uint64) string { return fmt.Sprintf("%#x", m) }
-
-// CheckMask validates a capacity bitmask on a machine (anchors.md, resctrl semantics):
-// no bits beyond the cache's ways, at least min_cbm_bits set, and one contiguous run of
-// ones unless the vendor accepts sparse masks.
-func CheckMask(m *machine.Profile, mask uint64) error {
-	if mask&^m.FullMask() != 0 {
-		return fmt.Errorf("mask %s is wider than the %d-way cache of %s (cbm_mask %s)", FormatMask(mask), m.LLC.Ways, m.Name, FormatMask(m.FullMask()))
-	}
-	if n := bits.OnesCount64(mask); n < m.CAT.MinCBMBits || n == 0 {
-		return fmt.Errorf("mask %s has %d bits set, %s needs at least %d", FormatMask(mask), n, m.Name, max(1, m.CAT.MinCBMBits))
-	}
-	if !m.CAT.SparseMasks && !Contiguous(mask) {
-		return fmt.Errorf("mask %s is not contiguous: %s (vendor %s) only accepts one run of ones", FormatMask(mask), m.Name, m.Vendor)
-	}
-	return nil
-}
-
-// Contiguous reports whether the set bits of mask form one run.
-func Contiguous(mask uint64) bool {
-	if mask == 0 {
-		return true
-	}
-	m := mask >> bits.TrailingZeros64(mask)
-	return m&(m+1) == 0
-}
 
 // ClusterIDs numbers the distinct masks of a workload in order of first appearance and
 // returns each application's cluster index: applications with identical masks form one
@@ -79,7 +39,7 @@ func PackMasks(m *machine.Profile, ways []int) ([]uint64, error) {
 			return nil, fmt.Errorf("clusters need more than the %d ways of %s", m.LLC.Ways, m.Name)
 		}
 		top -= w
-		out[i] = ((uint64(1) << uint(w)) - 1) << uint(top)
+		out[i] = uint64(cbm.Run(top, w))
 	}
 	return out, nil
 }

@@ -144,7 +144,7 @@ func Run(name string, in Input, opt Options) (*Solution, error) {
 		s.Nodes = 1
 	}
 	for _, c := range s.Clusters {
-		if err := CheckMask(in.Machine, c.Mask); err != nil {
+		if err := in.Machine.CheckMask(c.Mask); err != nil {
 			return nil, fmt.Errorf("%s produced an invalid mask: %w", name, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -399,25 +400,15 @@ func TestKPart(t *testing.T) {
 	}
 }
 
-func TestMasks(t *testing.T) {
+func TestPackMasks(t *testing.T) {
 	m := skx(t)
-	if err := CheckMask(m, 0x5); err == nil {
-		t.Error("sparse mask accepted on Intel")
-	}
-	amd, _ := machine.Get("epyc-7543")
-	if err := CheckMask(amd, 0x5); err != nil {
-		t.Errorf("sparse mask refused on AMD: %v", err)
-	}
-	if err := CheckMask(m, 0x800); err == nil {
-		t.Error("mask beyond 11 ways accepted")
-	}
-	if err := CheckMask(m, 0); err == nil {
-		t.Error("empty mask accepted with min_cbm_bits 1")
+	// readme-example.md: ways 2,2,1,1,4,1 → 0x600, 0x180, 0x40, 0x20, 0x1e, 0x1
+	got, err := PackMasks(m, []int{2, 2, 1, 1, 4, 1})
+	want := []uint64{0x600, 0x180, 0x40, 0x20, 0x1e, 0x1}
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("PackMasks = %#x, %v; want %#x", got, err, want)
 	}
 	if _, err := PackMasks(m, []int{6, 6}); err == nil {
 		t.Error("12 ways packed into 11")
-	}
-	if !Contiguous(0x1e) || Contiguous(0x1d) {
-		t.Error("Contiguous")
 	}
 }

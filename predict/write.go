@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"colo/metric"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,21 @@ func WriteCurve(w io.Writer, c Curve) error {
 	}
 	for i := range c.Dials {
 		if _, err := fmt.Fprintf(w, "%s %s\n", num(c.Dials[i]), num(c.Perf[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteCurveCI writes a curve measured several times (colo predict profile --repeat): the
+// thesis's shape with perf = the mean over the repeats, then the spread per dial (iv[i] is
+// metric.MeanCI of dial i's measurements). The loader takes the perf column by name.
+func WriteCurveCI(w io.Writer, c Curve, iv []metric.Interval) error {
+	if _, err := fmt.Fprintln(w, "footprint_mb perf sd ci95_lo ci95_hi n"); err != nil {
+		return err
+	}
+	for i := range c.Dials {
+		if _, err := fmt.Fprintf(w, "%s %s %s %s %s %d\n", num(c.Dials[i]), num(c.Perf[i]), num(iv[i].SD), num(iv[i].Lo), num(iv[i].Hi), iv[i].N); err != nil {
 			return err
 		}
 	}

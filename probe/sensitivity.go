@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"time"
 
+	"colo/cbm"
 	"colo/metric"
 	"colo/sim"
 	"colo/stress"
@@ -278,7 +279,7 @@ func ProbeSim(m *sim.Machine, target sim.ID, targetCLOS int, neighbourCores []in
 		oldMasks, oldMBA := m.CLOS(partition)
 		masks, mba := make([]uint64, len(oldMasks)), make([]int, len(oldMBA))
 		for i := range masks {
-			masks[i] = (uint64(1) << uint(cfg.Ways)) - 1
+			masks[i] = uint64(cbm.Full(cfg.Ways))
 		}
 		for i := range mba {
 			mba[i] = cfg.MBA

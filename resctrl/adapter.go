@@ -2,6 +2,7 @@ package resctrl
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 )
 
@@ -15,6 +16,8 @@ type Adapter struct {
 	root string
 	cdp  bool
 	mb   bool
+	// closids and rmids are the mount's usable CLOSIDs and RMIDs (0: no monitoring).
+	closids, rmids int
 }
 
 // OpenAdapter opens the resctrl mount at root (ResolveRoot applied) for a platform.
@@ -29,7 +32,10 @@ func NewAdapter(c *Client, root string) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Adapter{c: c, root: root, cdp: in.CDP(), mb: in.Resource("MB") != nil}
+	a := &Adapter{c: c, root: root, cdp: in.CDP(), mb: in.Resource("MB") != nil, closids: in.CLOSIDs()}
+	if in.Mon != nil {
+		a.rmids = in.Mon.NumRMIDs
+	}
 	if in.Resource("L3") == nil && !a.cdp {
 		return nil, fmt.Errorf("resctrl at %s has no L3 cache allocation (resources: %v)", root, names(in))
 	}
@@ -141,3 +147,32 @@ func (a *Adapter) MonData(path string) (occupancy, mbmTotal, mbmLocal uint64, er
 
 // Reconcile removes every owned group (left by a crashed colo) and returns them.
 func (a *Adapter) Reconcile() ([]string, error) { return a.c.Reconcile(nil) }
+
+// RemoveGroups removes the groups whose own name (a CTRL_MON group's name, a MON group's
+// last path element) matches, MON groups before their CTRL_MON groups, and returns them;
+// nothing else is touched (a CTRL_MON group holding a MON group that does not match
+// stays).
+func (a *Adapter) RemoveGroups(match func(name string) bool) ([]string, error) {
+	return a.c.Reconcile(func(path string) bool {
+		return !match(path[strings.LastIndex(path, "/")+1:])
+	})
+}
+
+// DefaultSchemata reads system/default's whole schemata (every resource and domain), to
+// be written back with RestoreDefault.
+func (a *Adapter) DefaultSchemata() (string, error) {
+	s, err := a.c.Schemata("")
+	if err != nil {
+		return "", err
+	}
+	return s.String(), nil
+}
+
+// RestoreDefault writes a schemata read by DefaultSchemata back to system/default.
+func (a *Adapter) RestoreDefault(schemata string) error {
+	s, err := ParseSchemata(schemata)
+	if err != nil {
+		return err
+	}
+	return a.c.SetSchemata("", s)
+}

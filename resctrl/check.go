@@ -100,7 +100,7 @@ func CheckWith(root, proc string) Status {
 	switch {
 	case len(st.CPUFlags) == 0 && st.Hypervisor:
 		st.Reason = "no RDT/PQoS: this is a virtual machine (cpuinfo flag 'hypervisor') and the hypervisor exposes none of " +
-			strings.Join(rdtFlags[:6], ", ") + ", cqm...; run on bare metal, or use the simulated testbed (colo resctrl emulate --profile intel --mount DIR, then --root DIR)"
+			strings.Join(rdtFlags[:6], ", ") + ", cqm...; run on bare metal, or use the simulated testbed (colo resctrl emulate --profile intel --mount DIR, then --resctrl-root DIR or COLO_RESCTRL_ROOT=DIR)"
 	case len(st.CPUFlags) == 0:
 		st.Reason = "no RDT/PQoS: /proc/cpuinfo lists none of " + strings.Join(rdtFlags, ", ") +
 			" (CPU without cache allocation or monitoring, or disabled with rdt=! / nordt on the kernel command line); use the emulator instead"

@@ -131,7 +131,7 @@ func hint(status string, en syscall.Errno) string {
 	s := strings.ToLower(status)
 	switch {
 	case strings.Contains(s, "non-consecutive"):
-		return "this platform needs contiguous masks (info/*/sparse_masks is 0); use resctrl.BestFit"
+		return "this platform needs contiguous masks (info/*/sparse_masks is 0): give one run of set bits, e.g. 0xff0 rather than 0xf0f"
 	case strings.Contains(s, "out of closids"):
 		return "every CLOSID is in use: remove an unused group or share one group between workloads"
 	case strings.Contains(s, "out of rmids") && en == syscall.EBUSY:

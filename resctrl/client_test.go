@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"colo/cbm"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
@@ -249,7 +250,7 @@ func testRejected(t *testing.T, mk mkWorld) {
 		t.Fatalf("got %v", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"L3:0=f7", "colo.a/schemata", "non-consecutive", "BestFit"} {
+	for _, want := range []string{"L3:0=f7", "colo.a/schemata", "non-consecutive", "one run of set bits"} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("error %q lacks %q", msg, want)
 		}
@@ -461,7 +462,7 @@ func testPlace(t *testing.T, mk mkWorld) {
 			}
 			continue
 		}
-		if err != nil || resctrl.Ones(m) != 4 || resctrl.IsContiguous(m) {
+		if err != nil || cbm.Mask(m).Ones() != 4 || cbm.Mask(m).Contiguous() {
 			t.Fatalf("amd: Place = %b %v", m, err)
 		}
 		if err := w.c.SetSchemata("colo.p", resctrl.Schemata{}.Set("L3", 0, m)); err != nil {
@@ -517,24 +518,6 @@ func TestMaskHelpers(t *testing.T) {
 	}{{1, 1}, {2 << 20, 1}, {2<<20 + 1, 2}, {100 << 20, 12}, {0, 0}} {
 		if got := resctrl.BytesToWays(c.bytes, 24<<20, 12); got != c.ways {
 			t.Fatalf("BytesToWays(%d) = %d want %d", c.bytes, got, c.ways)
-		}
-	}
-	// best fit prefers the smaller hole: holes 0-1 (2 bits) and 4-11 (8 bits); 2 ways go to 0-1.
-	if m, ok := resctrl.BestFit(0xff3, 12, 2); !ok || m != 0x3 {
-		t.Fatalf("BestFit = %x %v", m, ok)
-	}
-	if m, ok := resctrl.BestFit(0xff3, 12, 3); !ok || m != 0x70 {
-		t.Fatalf("BestFit 3 = %x %v", m, ok)
-	}
-	if _, ok := resctrl.BestFit(0x555, 12, 2); ok {
-		t.Fatal("BestFit found a run in 0x555")
-	}
-	if m, ok := resctrl.Sparse(0x555, 12, 3); !ok || m != 0x15 {
-		t.Fatalf("Sparse = %x %v", m, ok)
-	}
-	for m, want := range map[uint64]bool{0: true, 1: true, 0x3c: true, 0x5: false, 0xf0f: false} {
-		if resctrl.IsContiguous(m) != want {
-			t.Fatalf("IsContiguous(%x)", m)
 		}
 	}
 }

@@ -2,73 +2,9 @@ package resctrl
 
 import (
 	"fmt"
-	"math/bits"
 
-	"colo/machine"
+	"colo/cbm"
 )
-
-// IsContiguous reports whether the 1-bits of m form one run (0 counts as contiguous); it is
-// machine.Contiguous.
-func IsContiguous(m uint64) bool { return machine.Contiguous(m) }
-
-// Ones returns the number of set bits (ways) of a mask.
-func Ones(m uint64) int { return bits.OnesCount64(m) }
-
-// Contiguous returns n ways starting at bit lo.
-func Contiguous(lo, n int) uint64 {
-	if n <= 0 {
-		return 0
-	}
-	if n >= 64 {
-		return ^uint64(0) << uint(lo)
-	}
-	return (uint64(1)<<uint(n) - 1) << uint(lo)
-}
-
-// BestFit places n contiguous ways inside the free bits of a cbmLen-bit mask: it picks
-// the smallest run of free bits that holds n (best fit, so large holes stay whole for
-// large requests; RMD's fragmentation argument, anchors.md §2.6), lowest bit first on
-// ties, and takes the run's low end. ok is false when no run is long enough.
-func BestFit(free uint64, cbmLen, n int) (mask uint64, ok bool) {
-	if n <= 0 || n > cbmLen {
-		return 0, false
-	}
-	free &= Contiguous(0, cbmLen)
-	bestLo, bestLen := -1, cbmLen+1
-	for i := 0; i < cbmLen; {
-		if free&(1<<uint(i)) == 0 {
-			i++
-			continue
-		}
-		j := i
-		for j < cbmLen && free&(1<<uint(j)) != 0 {
-			j++
-		}
-		if l := j - i; l >= n && l < bestLen {
-			bestLo, bestLen = i, l
-		}
-		i = j
-	}
-	if bestLo < 0 {
-		return 0, false
-	}
-	return Contiguous(bestLo, n), true
-}
-
-// Sparse picks the n lowest free ways, contiguous or not (for platforms whose
-// info/*/sparse_masks is 1).
-func Sparse(free uint64, cbmLen, n int) (mask uint64, ok bool) {
-	if n <= 0 || n > cbmLen {
-		return 0, false
-	}
-	free &= Contiguous(0, cbmLen)
-	for i := 0; i < cbmLen && Ones(mask) < n; i++ {
-		if free&(1<<uint(i)) != 0 {
-			mask |= 1 << uint(i)
-		}
-	}
-	return mask, Ones(mask) == n
-}
 
 // Place picks n ways for a resource from the free bits: contiguous best fit, falling
 // back to a sparse mask where the resource allows one. It enforces min_cbm_bits.
@@ -82,12 +18,12 @@ func Place(r *ResourceInfo, free uint64, n int) (uint64, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if m, ok := BestFit(free, r.CBMLen, n); ok {
-		return m, nil
+	if m, ok := cbm.BestFit(cbm.Mask(free), r.CBMLen, n); ok {
+		return uint64(m), nil
 	}
 	if r.SparseMasks {
-		if m, ok := Sparse(free, r.CBMLen, n); ok {
-			return m, nil
+		if m, ok := cbm.Sparse(cbm.Mask(free), r.CBMLen, n); ok {
+			return uint64(m), nil
 		}
 	}
 	return 0, fmt.Errorf("resctrl: no room for %d ways in %s (free mask %x of %x%s); shrink other groups first",
@@ -106,7 +42,7 @@ func WayBytes(sizeBytes uint64, cbmLen int) uint64 {
 
 // MaskBytes is the capacity a mask gives: popcount(mask) × WayBytes.
 func MaskBytes(mask, sizeBytes uint64, cbmLen int) uint64 {
-	return uint64(Ones(mask)) * WayBytes(sizeBytes, cbmLen)
+	return uint64(cbm.Mask(mask).Ones()) * WayBytes(sizeBytes, cbmLen)
 }
 
 // BytesToWays is the smallest number of ways that holds b bytes (ceil(b / WayBytes)),

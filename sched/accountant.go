@@ -5,8 +5,7 @@ import (
 	"math/bits"
 	"sort"
 
-	"colo/machine"
-	"colo/resctrl"
+	"colo/cbm"
 )
 
 // Thesis accountant defaults: system/default keeps 1 way and 10 % memory bandwidth per
@@ -53,6 +52,8 @@ type Accountant struct {
 type socketState struct {
 	allocated uint64
 	mbaUsed   int
+	maxGroups int    // 0: no limit (Limit)
+	foreign   uint64 // ways other agents' groups claim (Limit)
 }
 
 // NewAccountant makes an accountant for sockets × totalWays with the given reserve.
@@ -79,14 +80,42 @@ func (a *Accountant) TotalWays() int { return a.totalWays }
 // AllocatableMask is the ways groups may use on every socket (all but the reserve, which
 // is kept at the top ways as in thesis Fig. 4.14: exclusive 0x03f, default 0xfc0).
 func (a *Accountant) AllocatableMask() uint64 {
-	return resctrl.Contiguous(0, a.totalWays-a.reserveWays)
+	return uint64(cbm.Full(a.totalWays - a.reserveWays))
 }
 
 // MBABudget is the MBA percentage groups may commit per socket.
 func (a *Accountant) MBABudget() int { return 100 - a.reserveMBA }
 
-// FreeMask is the allocatable ways of socket s not held by any group.
-func (a *Accountant) FreeMask(s int) uint64 { return a.AllocatableMask() &^ a.sockets[s].allocated }
+// FreeMask is the allocatable ways of socket s not held by any group nor claimed by
+// another agent (Limit).
+func (a *Accountant) FreeMask(s int) uint64 {
+	return a.AllocatableMask() &^ a.sockets[s].allocated &^ a.sockets[s].foreign
+}
+
+// Limit records what the platform's resctrl mount leaves on socket s (the platform's
+// sched.CLOSBudget): at most groups exclusive allocations (each needs a control group
+// of its own, CLOSIDs being few; 0: no limit) and the ways other agents' groups claim,
+// which are never free. Groups already held are kept.
+func (a *Accountant) Limit(s, groups int, foreign uint64) {
+	if s < 0 || s >= len(a.sockets) {
+		return
+	}
+	a.sockets[s].maxGroups, a.sockets[s].foreign = groups, foreign
+}
+
+// groupsLeft says whether socket s can take one more group.
+func (a *Accountant) groupsLeft(s int) bool {
+	if a.sockets[s].maxGroups <= 0 {
+		return true
+	}
+	n := 0
+	for _, g := range a.groups {
+		if g.Socket == s {
+			n++
+		}
+	}
+	return n < a.sockets[s].maxGroups
+}
 
 // AllocatedMask is the union of the groups' ways on socket s.
 func (a *Accountant) AllocatedMask(s int) uint64 { return a.sockets[s].allocated }
@@ -99,7 +128,7 @@ func (a *Accountant) FreeMBA(s int) int { return a.MBABudget() - a.sockets[s].mb
 
 // DefaultMask is the mask system/default keeps on socket s: every way no group holds.
 func (a *Accountant) DefaultMask(s int) uint64 {
-	return resctrl.Contiguous(0, a.totalWays) &^ a.sockets[s].allocated
+	return uint64(cbm.Full(a.totalWays)) &^ a.sockets[s].allocated
 }
 
 // Group returns a copy of the named group.
@@ -119,18 +148,18 @@ func (a *Accountant) Groups(s int) []Group {
 			out = append(out, *g)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return Low(out[i].Mask) < Low(out[j].Mask) })
+	sort.Slice(out, func(i, j int) bool { return cbm.Mask(out[i].Mask).Low() < cbm.Mask(out[j].Mask).Low() })
 	return out
 }
 
 // Fit says whether ways/mba could be allocated on socket s now (contiguous) and after a
 // consolidation (enough ways in total).
 func (a *Accountant) Fit(s, ways, mba int) (now, afterConsolidation bool) {
-	if s < 0 || s >= len(a.sockets) || ways < 1 || mba < 0 || mba > a.FreeMBA(s) {
+	if s < 0 || s >= len(a.sockets) || ways < 1 || mba < 0 || mba > a.FreeMBA(s) || !a.groupsLeft(s) {
 		return false, false
 	}
 	free := a.FreeMask(s)
-	_, now = resctrl.BestFit(free, a.totalWays, ways)
+	_, now = cbm.BestFit(cbm.Mask(free), a.totalWays, ways)
 	return now, bits.OnesCount64(free) >= ways
 }
 
@@ -149,7 +178,11 @@ func (a *Accountant) Allocate(name string, s, ways, mba int) (Group, error) {
 	if mba < 0 || mba > a.FreeMBA(s) {
 		return Group{}, fmt.Errorf("accountant: %q asks for %d%% MBA on socket %d, %d%% uncommitted", name, mba, s, a.FreeMBA(s))
 	}
-	m, ok := resctrl.BestFit(a.FreeMask(s), a.totalWays, ways)
+	if !a.groupsLeft(s) {
+		return Group{}, fmt.Errorf("accountant: socket %d holds %d groups, every control group (CLOSID) the platform leaves", s, a.sockets[s].maxGroups)
+	}
+	fit, ok := cbm.BestFit(cbm.Mask(a.FreeMask(s)), a.totalWays, ways)
+	m := uint64(fit)
 	if !ok {
 		return Group{}, fmt.Errorf("accountant: no contiguous %d cache ways available on socket %d (free %#x)", ways, s, a.FreeMask(s))
 	}
@@ -170,7 +203,8 @@ func (a *Accountant) Shrink(name string, ways, mba int) (Group, error) {
 	if ways < 1 || ways > bits.OnesCount64(g.Mask) || mba < 0 || mba > g.MBA {
 		return Group{}, fmt.Errorf("accountant: cannot shrink %q (%d ways, %d%%) to %d ways, %d%%", name, bits.OnesCount64(g.Mask), g.MBA, ways, mba)
 	}
-	nm, _ := LowestWays(g.Mask, ways)
+	lowest, _ := cbm.Mask(g.Mask).LowestWays(ways)
+	nm := uint64(lowest)
 	st := &a.sockets[g.Socket]
 	st.allocated = st.allocated&^g.Mask | nm
 	st.mbaUsed += mba - g.MBA
@@ -194,13 +228,23 @@ func (a *Accountant) Release(name string) {
 // way, so that all free ways form one run below the reserve (defragmentation, thesis
 // §3.4 "Consolidate"; outer fragmentation, seed000.md §6 item 5). Groups are returned in
 // the order the moves must be applied: each target range is free when its turn comes,
-// so exclusive masks never overlap in between. Groups already in place do not move.
+// so exclusive masks never overlap in between. Groups already in place do not move, and
+// no group moves onto ways another agent claims (Limit).
 func (a *Accountant) Consolidate(s int) []Move {
 	var moves []Move
 	next := 0
+	foreign := a.sockets[s].foreign
 	for _, g := range a.Groups(s) {
 		w := bits.OnesCount64(g.Mask)
-		to := resctrl.Contiguous(next, w)
+		to := uint64(cbm.Run(next, w))
+		for to&foreign != 0 && next+w < a.totalWays { // skip another agent's ways
+			next++
+			to = uint64(cbm.Run(next, w))
+		}
+		if to&foreign != 0 || to&^a.AllocatableMask() != 0 { // no room: it stays
+			next = bits.Len64(g.Mask)
+			continue
+		}
 		next += w
 		if to == g.Mask {
 			continue
@@ -224,7 +268,7 @@ func (a *Accountant) Check() error {
 		if g.Mask == 0 {
 			return fmt.Errorf("group %q has no ways", g.Name)
 		}
-		if !machine.Contiguous(g.Mask) {
+		if !cbm.Mask(g.Mask).Contiguous() {
 			return fmt.Errorf("group %q mask %#x not contiguous", g.Name, g.Mask)
 		}
 		if g.Mask&^a.AllocatableMask() != 0 {

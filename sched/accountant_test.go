@@ -3,7 +3,10 @@ package sched
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"colo/cbm"
 )
 
 func icxAccountant(t *testing.T) *Accountant {
@@ -112,7 +115,7 @@ func TestConsolidateMovesNeverOverlap(t *testing.T) {
 				seen |= m
 			}
 		}
-		if LargestRun(a.FreeMask(0), 12) != a.FreeWays(0) {
+		if cbm.Mask(a.FreeMask(0)).LongestRun(12).Ones() != a.FreeWays(0) {
 			t.Fatalf("free ways not one run after consolidation: %#x", a.FreeMask(0))
 		}
 	}
@@ -158,5 +161,36 @@ func TestAccountantNeverOverCommits(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The platform's resctrl budget: at most Limit groups per socket (CLOSIDs), and ways
+// another agent claims are never free.
+func TestAccountantCLOSBudget(t *testing.T) {
+	a, err := NewAccountant(2, 12, 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Limit(0, 2, 0x3)
+	if a.FreeMask(0) != 0x7fc || a.FreeMask(1) != 0x7ff {
+		t.Fatalf("free masks %#x %#x", a.FreeMask(0), a.FreeMask(1))
+	}
+	for i, name := range []string{"a", "b"} {
+		g, err := a.Allocate(name, 0, 1, 0)
+		if err != nil || g.Mask&0x3 != 0 {
+			t.Fatalf("group %d: %+v %v", i, g, err)
+		}
+	}
+	if now, later := a.Fit(0, 1, 0); now || later {
+		t.Fatal("a third group fits where the mount leaves two")
+	}
+	if _, err := a.Allocate("c", 0, 1, 0); err == nil || !strings.Contains(err.Error(), "CLOSID") {
+		t.Fatalf("third group: %v", err)
+	}
+	if _, err := a.Allocate("c", 1, 1, 0); err != nil { // the other socket has its own budget
+		t.Fatal(err)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,6 +1,9 @@
 package sched
 
-import "colo/machine"
+import (
+	"colo/cbm"
+	"colo/machine"
+)
 
 // DefaultMask is system/default's L3 mask on one socket when the control groups there
 // hold the ways in held: every way no group holds, and on a CPU without sparse-mask
@@ -12,5 +15,5 @@ func DefaultMask(m *machine.Profile, held uint64) uint64 {
 	if m.CAT.SparseMasks {
 		return free
 	}
-	return LongestRun(free, m.LLC.Ways)
+	return uint64(cbm.Mask(free).LongestRun(m.LLC.Ways))
 }

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"colo/cbm"
 	"colo/probe"
-	"colo/resctrl"
 )
 
 func init() {
@@ -153,6 +153,9 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 		d.forget(id)
 	}
 	d.now = obs.Now
+	for s, b := range obs.CLOS {
+		d.acct.Limit(s, b.Groups, b.Foreign)
+	}
 	if d.cfg.RDT && !d.probes() && !d.noProbeSaid {
 		d.noProbeSaid = true
 		logf("no allocation probing: IPCE is unavailable on this platform (%s); priority jobs run unallocated in system/default", d.env.IPCEUnavailable)
@@ -221,7 +224,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 	// optional eager defragmentation (Config.Defragment)
 	if d.cfg.Defragment {
 		for s := 0; s < d.acct.Sockets(); s++ {
-			if free := d.acct.FreeMask(s); free != 0 && LargestRun(free, d.acct.TotalWays()) < bits.OnesCount64(free) {
+			if free := d.acct.FreeMask(s); free != 0 && cbm.Mask(free).LongestRun(d.acct.TotalWays()).Ones() < bits.OnesCount64(free) {
 				d.consolidate(s, &out, logf)
 			}
 		}
@@ -362,7 +365,7 @@ func (d *Dynamic) fitBuffer(j *djob, ways, mba int) (now, afterConsolidation boo
 		return false, false
 	}
 	free := d.acct.FreeMask(j.socket) | g.Mask
-	_, now = resctrl.BestFit(free, d.acct.TotalWays(), ways)
+	_, now = cbm.BestFit(cbm.Mask(free), d.acct.TotalWays(), ways)
 	return now, bits.OnesCount64(free) >= ways
 }
 

@@ -95,6 +95,19 @@ type Observation struct {
 	FreeCPUs [][]int
 	// ProbeResults are the allocation probes that ended since the previous tick.
 	ProbeResults []ProbeResult
+	// CLOS is, per socket, what the platform's resctrl mount leaves the run: how many
+	// control groups it may hold there and the ways other agents' groups claim (never
+	// free for an exclusive allocation). Nil: unknown (no limit).
+	CLOS []CLOSBudget
+}
+
+// CLOSBudget is the resctrl budget of one socket (resctrl/plan.Budget): at most Groups
+// control groups with a job there (the usable CLOSIDs less system/default's and other
+// agents' groups'; jobs asking for identical values share one), and Foreign, the ways
+// other agents claim.
+type CLOSBudget struct {
+	Groups  int
+	Foreign uint64
 }
 
 // ProbeResult is a finished allocation probe of one job (see package probe).

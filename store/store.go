@@ -187,7 +187,7 @@ func (s *Store) BeginRun(r Run) (*RunWriter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.db == nil {
-		return nil, fmt.Errorf("%s has no database (%s is missing): write runs into a directory made by store.Create", s.dir, DatabaseFile)
+		return nil, fmt.Errorf("%s is not a colo run directory (%s is missing): colo run, colo compare and colo partition --out write them", s.dir, DatabaseFile)
 	}
 	if r.Scheduler == "" {
 		return nil, errors.New("BeginRun: Run.Scheduler is empty")

@@ -23,6 +23,7 @@ type classOut struct {
 func init() {
 	var th thresholdFlags
 	var profiles, workload, format string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "classify",
 		Short: "Classify applications as streaming, sensitive or light-sharing (LFOC+ Table 1)",
@@ -69,7 +70,17 @@ with T = 10 (paper, --thresholds paper) or 14 (PBBCache, --thresholds pbbcache).
 				}
 				out = append(out, o)
 			}
+			format, err := outputFormat(asJSON, format, "table", "json", "csv")
+			if err != nil {
+				return err
+			}
 			switch format {
+			case "csv":
+				fmt.Fprintln(cmd.OutOrStdout(), "name,class,slowdown_1_way,max_slowdown_ge2_ways,max_llcmpkc")
+				for _, o := range out {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s,%s,%.6f,%.6f,%.6f\n", o.Name, o.Class, o.SlowdownAt1, o.MaxSlowdownGE2, o.MaxLLCMPKC)
+				}
+				return nil
 			case "json":
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -88,6 +99,7 @@ with T = 10 (paper, --thresholds paper) or 14 (PBBCache, --thresholds pbbcache).
 	th.register(cmd)
 	cmd.Flags().StringVar(&profiles, "profiles", "", "per-ways profiles in metrics.csv format (default: the embedded PBBCache data)")
 	cmd.Flags().StringVar(&workload, "workload", "", "comma-separated benchmarks (default: every benchmark of the profiles)")
-	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	cmd.Flags().StringVar(&format, "format", "table", "table, json (= --json) or csv")
+	jsonFlag(cmd.Flags(), &asJSON)
 	rootCmd.AddCommand(cmd)
 }

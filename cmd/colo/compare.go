@@ -66,6 +66,7 @@ every scheduler's samples, allocations and slowdowns: colo report and colo expor
 	fl.StringVar(&f.out, "out", "", "run directory (default: a fresh timestamped directory under runs/)")
 	fl.BoolVar(&f.noStore, "no-store", false, "do not write a run directory")
 	fl.DurationVar(&f.interval, "interval", 0, "print a line of metrics per scheduler every DUR of the run's time, like perf stat -I")
+	withRepeat(cmd, "compare") // --repeat N: intervals over seeds (repeat.go)
 	rootCmd.AddCommand(cmd)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"colo/cbm"
 	"colo/machine"
 	"colo/perfmodel"
 	"colo/policy"
@@ -23,6 +24,7 @@ type evalFlags struct {
 	bwModel  string
 	maxBW    float64
 	format   string
+	json     bool
 }
 
 func (f *evalFlags) register(cmd *cobra.Command) {
@@ -32,7 +34,8 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.workload, "workload", "", "comma-separated benchmark names (duplicates are distinct instances)")
 	fl.StringVar(&f.bwModel, "bw-model", "none", "bandwidth contention model: none, simple, morad or stalls (MODEL.md §4)")
 	fl.Float64Var(&f.maxBW, "max-bw", 0, "machine memory-bandwidth limit in MB/s (default: the machine's mem_bw_per_socket_mbps)")
-	fl.StringVar(&f.format, "format", "table", "output format: table, csv or json")
+	fl.StringVar(&f.format, "format", "table", "output format: table, csv or json (= --json)")
+	jsonFlag(fl, &f.json)
 }
 
 // setup resolves the machine, profiles and model options; every failure is bad input.
@@ -67,11 +70,11 @@ func (f *evalFlags) setup() (*machine.Profile, *profile.Set, perfmodel.Options, 
 	if opt.MaxBW == 0 {
 		opt.MaxBW = m.MemBWPerSocketMBps
 	}
-	switch f.format {
-	case "table", "csv", "json":
-	default:
-		return nil, nil, opt, badInputf("--format %q: want table, csv or json", f.format)
+	format, err := outputFormat(f.json, f.format, "table", "csv", "json")
+	if err != nil {
+		return nil, nil, opt, err
 	}
+	f.format = format
 	return m, set, opt, nil
 }
 
@@ -114,7 +117,7 @@ func makeResult(wl int, pol string, names []string, masks []uint64, cluster []in
 	out := resultOut{Workload: wl, Policy: pol, STP: r.STP, ANTT: r.ANTT, Unfairness: r.Unfairness, Jain: r.Jain, Warnings: r.Warnings}
 	for i, a := range r.Apps {
 		out.Apps = append(out.Apps, appOut{
-			Name: names[i], Cluster: cluster[i] + 1, Mask: policy.FormatMask(masks[i]), Ways: popcount(masks[i]),
+			Name: names[i], Cluster: cluster[i] + 1, Mask: cbm.Mask(masks[i]).String(), Ways: popcount(masks[i]),
 			Share: a.Share, SlowdownCache: a.SlowdownCache, BWFactor: a.BWFactor, Slowdown: a.Slowdown,
 		})
 	}
@@ -175,7 +178,7 @@ func init() {
 split of shared masks) and final slowdown (bandwidth model), and the workload's STP,
 ANTT and unfairness, exactly as PBBCache does (data/pbbcache-skylake/MODEL.md).
 Applications with identical masks share those ways (one cluster); masks that overlap
-partially share the common ways way by way (perfmodel.EvaluateMasks).`,
+partially share the common ways way by way.`,
 		Example: `  colo eval --machine skx-6138 --workload sphinx306,lbm06,libquantum06,applu00,soplex06,milc06 \
       --masks 0x600,0x180,0x40,0x20,0x1e,0x1 --bw-model stalls --max-bw 35000`,
 		Args: cobra.NoArgs,
@@ -204,8 +207,9 @@ partially share the common ways way by way (perfmodel.EvaluateMasks).`,
 			}
 			masks := make([]uint64, len(ms))
 			for i, s := range ms {
-				if masks[i], err = policy.ParseMask(s); err == nil {
-					err = policy.CheckMask(m, masks[i])
+				var mk cbm.Mask
+				if mk, err = cbm.Parse(s); err == nil {
+					masks[i], err = uint64(mk), m.CheckMask(uint64(mk))
 				}
 				if err != nil {
 					return badInput(fmt.Errorf("--masks, application %d (%s): %w", i+1, names[i], err))

@@ -12,12 +12,20 @@ import (
 
 func init() {
 	mc := &cobra.Command{Use: "machine", Short: "Built-in machine profiles and the host's detected topology"}
-	var asJSON bool
+	var asJSON, listJSON bool
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the built-in machine profiles",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listJSON {
+				var all []*machine.Profile
+				for _, n := range machine.Names() {
+					p, _ := machine.Get(n)
+					all = append(all, p)
+				}
+				return writeJSON(cmd.OutOrStdout(), all)
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "NAME\tVENDOR\tSOCKETS\tCORES/SOCKET\tLLC\tWAYS\tMBA")
 			for _, n := range machine.Names() {
@@ -41,7 +49,8 @@ func init() {
 			return printProfile(cmd, p, asJSON)
 		},
 	}
-	show.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(show.Flags(), &asJSON)
+	jsonFlag(list.Flags(), &listJSON)
 	mc.AddCommand(list, show)
 	rootCmd.AddCommand(mc)
 }
@@ -67,9 +76,14 @@ func printProfile(cmd *cobra.Command, p *machine.Profile, asJSON bool) error {
 	fmt.Fprintf(w, "cores\t%d sockets x %d cores (%d threads/core), %.2f GHz\n", p.Sockets, p.CoresPerSocket, p.ThreadsPerCore, p.ClockGHz)
 	fmt.Fprintf(w, "LLC\t%.2f MiB per domain, %d ways (%.2f MiB/way), %d slices, %d domain(s)/socket\n",
 		float64(p.LLC.SizeBytes)/(1<<20), p.LLC.Ways, float64(p.BytesPerWay())/(1<<20), p.LLC.Slices, p.LLC.DomainsPerSocket)
-	fmt.Fprintf(w, "CAT\t%d CLOSIDs, cbm_mask %#x, min_cbm_bits %d, sparse masks %v, CDP %v\n",
-		p.CAT.NumCLOSIDs, p.FullMask(), p.CAT.MinCBMBits, p.CAT.SparseMasks, p.CAT.CDP)
-	fmt.Fprintf(w, "MBA\t%s\n", mbaString(p.MBA))
+	if p.CAT.NumCLOSIDs <= 1 && p.MBA == nil {
+		// one class holding every way is what a host without resctrl looks like
+		fmt.Fprintf(w, "RDT\tno RDT (no CAT or MBA: resctrl is not mounted or the CPU has none)\n")
+	} else {
+		fmt.Fprintf(w, "CAT\t%d CLOSIDs, cbm_mask %#x, min_cbm_bits %d, sparse masks %v, CDP %v\n",
+			p.CAT.NumCLOSIDs, p.FullMask(), p.CAT.MinCBMBits, p.CAT.SparseMasks, p.CAT.CDP)
+		fmt.Fprintf(w, "MBA\t%s\n", mbaString(p.MBA))
+	}
 	fmt.Fprintf(w, "memory bandwidth\t%.0f MB/s per socket\n", p.MemBWPerSocketMBps)
 	fmt.Fprintf(w, "RMIDs\t%d\n", p.NumRMIDs)
 	if p.Source != "" {

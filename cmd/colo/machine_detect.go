@@ -15,7 +15,7 @@ func init() {
 	if err != nil || mc == rootCmd {
 		panic("machine_detect.go: the machine command is not registered")
 	}
-	var sysfs, resctrl string
+	var sysfs, resctrl, cpuinfo string
 	var asJSON bool
 	detect := &cobra.Command{
 		Use:   "detect",
@@ -33,11 +33,15 @@ sysfs and is assumed; the description says what was assumed.`,
 			if err != nil {
 				return err
 			}
+			if name := machine.CPUModel(cpuinfo); name != "" {
+				p.CPU = name // sysfs does not name the CPU; /proc/cpuinfo does
+			}
 			return printProfile(cmd, p, asJSON)
 		},
 	}
 	detect.Flags().StringVar(&sysfs, "sysfs", "/sys", "sysfs mount point")
 	detect.Flags().StringVar(&resctrl, "resctrl", "/sys/fs/resctrl", "resctrl mount point (absent: no CAT/MBA)")
-	detect.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	detect.Flags().StringVar(&cpuinfo, "cpuinfo", "/proc/cpuinfo", "cpuinfo file naming the CPU model")
+	jsonFlag(detect.Flags(), &asJSON)
 	mc.AddCommand(detect)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -46,5 +47,21 @@ func TestMachineCLI(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nosys")
 	if _, err := runColo(t, "machine", "detect", "--sysfs", missing); !errors.As(err, &ue) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing sysfs: %v, want a bad-input error naming %s", err, missing)
+	}
+}
+
+// machine detect names the CPU from cpuinfo and says "no RDT" without resctrl, instead of
+// "cpu unknown" and a one-class CAT.
+func TestMachineDetectNamesCPUAndNoRDT(t *testing.T) {
+	ci := filepath.Join(t.TempDir(), "cpuinfo")
+	if err := os.WriteFile(ci, []byte("processor\t: 0\nmodel name\t: AMD EPYC 7B13 64-Core Processor\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runColo(t, "machine", "detect", "--cpuinfo", ci, "--resctrl", filepath.Join(t.TempDir(), "none"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "AMD EPYC 7B13 64-Core Processor") || !strings.Contains(out, "no RDT") || strings.Contains(out, "CLOSIDs") {
+		t.Fatalf("machine detect:\n%s", out)
 	}
 }

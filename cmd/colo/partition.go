@@ -110,6 +110,7 @@ func init() {
 	var workloads, policies string
 	var jobs int
 	var progress, outDir string
+	var apply *applyFlags
 	cmd := &cobra.Command{
 		Use:   "partition",
 		Short: "Partition or cluster the LLC ways among co-running applications (UCP, KPart, Dunn, CPA, LFOC, LFOC+, optimal)",
@@ -197,6 +198,9 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 			if err := writePartitionRun(outDir, doc, os.Args, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
+			if err := applyPartition(cmd.OutOrStdout(), apply, doc, m.LLC.Ways); err != nil { // partition_apply.go
+				return err
+			}
 			return writeResults(cmd.OutOrStdout(), f.format, doc)
 		},
 	}
@@ -207,5 +211,6 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 	cmd.Flags().StringVar(&policies, "policy", "lfoc+", "comma-separated policies: "+strings.Join(policy.Names(), ","))
 	cmd.Flags().IntVar(&jobs, "jobs", 0, "parallel workers of the exact searches (0 = all cores)")
 	cmd.Flags().StringVar(&progress, "progress", "auto", "progress bar on stderr for long searches: auto (when stderr is a terminal), on, off")
+	apply = withApply(cmd, &policies, &f.workload, &workloads) // --apply (partition_apply.go)
 	rootCmd.AddCommand(cmd)
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"colo/policy"
+	"colo/cbm"
 	"colo/store"
 )
 
@@ -42,11 +42,11 @@ func writePartitionRun(dir string, doc outputDoc, argv []string, msg io.Writer) 
 		pr := store.PartitionResult{Workload: strconv.Itoa(r.Workload), Policy: r.Policy, STP: r.STP, ANTT: r.ANTT,
 			Unfairness: r.Unfairness, Jain: r.Jain}
 		for _, a := range r.Apps {
-			mask, err := policy.ParseMask(a.Mask)
+			mask, err := cbm.Parse(a.Mask)
 			if err != nil {
 				return fail(err)
 			}
-			pr.Apps = append(pr.Apps, store.PartitionApp{App: a.Name, Cluster: a.Cluster, Ways: a.Ways, Mask: mask,
+			pr.Apps = append(pr.Apps, store.PartitionApp{App: a.Name, Cluster: a.Cluster, Ways: a.Ways, Mask: uint64(mask),
 				IPCAlone: math.NaN(), IPC: math.NaN(), Slowdown: a.Slowdown})
 		}
 		if err := w.Partition(pr); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"colo/cbm"
 	"colo/internal/testenv"
 	"colo/policy"
 	"colo/report"
@@ -96,7 +97,7 @@ func TestPartitionOutReportScatter(t *testing.T) {
 		}
 		for i, a := range p.Apps {
 			e := w.Apps[i]
-			if a.App != e.Name || a.Cluster != e.Cluster || a.Ways != e.Ways || policy.FormatMask(a.Mask) != e.Mask || a.Slowdown != e.Slowdown {
+			if a.App != e.Name || a.Cluster != e.Cluster || a.Ways != e.Ways || cbm.Mask(a.Mask).String() != e.Mask || a.Slowdown != e.Slowdown {
 				t.Errorf("%s/%s app %d: stored %+v, JSON %+v", p.Workload, p.Policy, i, a, e)
 			}
 		}

@@ -115,6 +115,7 @@ func addTrainReporter(pc *cobra.Command) {
 func addProfile(pc *cobra.Command) {
 	f := &predictFlags{}
 	var noScore bool
+	var repeat int
 	c := &cobra.Command{
 		Use:   "profile",
 		Short: "Profile applications for real: sensitivity curve against the SoI, and contentiousness",
@@ -134,6 +135,9 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.runtime == "" {
 				return badInputf("profile measures: give --runtime process or --runtime sim")
+			}
+			if repeat < 1 {
+				return badInputf("--repeat %d: want ≥ 1", repeat)
 			}
 			apps, r, dials, err := f.measureSetup(cmd.ErrOrStderr(), true)
 			if err != nil {
@@ -159,6 +163,13 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 			for _, a := range apps {
 				bar.Describe("predict profile: " + a.Name)
 				t0 := time.Now()
+				if repeat > 1 { // predict_repeat.go
+					if err := profileRepeated(ctx, f, r, a, dials, repeat, w); err != nil {
+						return err
+					}
+					bar.Add(1)
+					continue
+				}
 				curve, err := measure.Sensitivity(ctx, r, measure.Dir(f.dir), a, dials)
 				if err := measureErr(err); err != nil {
 					return err
@@ -198,6 +209,7 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 	f.data(c)
 	f.live(c)
 	c.Flags().BoolVar(&noScore, "no-score", false, "only the sensitivity curves")
+	c.Flags().IntVar(&repeat, "repeat", 1, "measure each sensitivity curve N times (sim: noise seed + 0..N−1) and keep the mean with sd and 95 % CI per dial")
 	pc.AddCommand(c)
 }
 

@@ -38,6 +38,8 @@ Changes (set, assign) apply only to colo's own groups (names starting with "colo
 unless --foreign is given.`,
 	}
 	rc.PersistentFlags().StringVar(&root, "root", "", "resctrl mount (default $"+resctrl.EnvRoot+" or "+resctrl.DefaultRoot+")")
+	// --resctrl-root as in colo run and colo doctor, so that one spelling works everywhere
+	rc.PersistentFlags().StringVar(&root, "resctrl-root", "", "the same as --root")
 	rc.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	client := func() *resctrl.Client {
 		return resctrl.Open(root, resctrl.Options{AllowForeign: foreign})
@@ -101,78 +103,18 @@ unless --foreign is given.`,
 		},
 	}
 
-	type groupView struct {
-		resctrl.Group
-		Mode     string              `json:"mode,omitempty"`
-		Schemata string              `json:"schemata,omitempty"`
-		Tasks    []int               `json:"tasks"`
-		CPUs     []int               `json:"cpus"`
-		Mon      []resctrl.MonDomain `json:"mon_data,omitempty"`
-	}
-	view := func(c *resctrl.Client, g resctrl.Group, withMon bool) (groupView, error) {
-		v := groupView{Group: g}
-		var err error
-		if v.Tasks, err = c.Tasks(g.Path); err != nil {
-			return v, err
-		}
-		if v.CPUs, err = c.CPUs(g.Path); err != nil {
-			return v, err
-		}
-		if !g.Mon {
-			s, err := c.Schemata(g.Path)
-			if err != nil {
-				return v, err
-			}
-			v.Schemata = strings.TrimSuffix(strings.ReplaceAll(s.String(), "\n", " "), " ")
-			if v.Mode, err = c.Mode(g.Path); err != nil {
-				return v, err
-			}
-		}
-		if withMon {
-			v.Mon, _ = c.MonData(g.Path)
-		}
-		return v, nil
-	}
-	name := func(p string) string {
-		if p == "" {
-			return "/ (default)"
-		}
-		return p
-	}
+	name := resctrl.GroupName
 
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List resource groups with their schemata, task and CPU counts",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := client()
-			gs, err := c.Groups()
+			vs, err := client().List()
 			if err != nil {
 				return err
 			}
-			var vs []groupView
-			for _, g := range gs {
-				v, err := view(c, g, false)
-				if err != nil {
-					return err
-				}
-				vs = append(vs, v)
-			}
-			return out(cmd, vs, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "GROUP\tKIND\tOWNER\tMODE\tTASKS\tCPUS\tSCHEMATA")
-				for _, v := range vs {
-					kind, owner := "ctrl_mon", "other"
-					if v.Group.Mon {
-						kind = "mon"
-					}
-					if v.Owned {
-						owner = "colo"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name(v.Path), kind, owner, v.Mode, len(v.Tasks), machine.FormatCPUList(v.CPUs), v.Schemata)
-				}
-				return tw.Flush()
-			})
+			return out(cmd, vs, func(w io.Writer) error { return resctrl.WriteList(w, vs) })
 		},
 	}
 
@@ -193,7 +135,7 @@ unless --foreign is given.`,
 				return badInputf("group %q does not exist at %s (see colo resctrl ls)", args[0], resctrl.ResolveRoot(root))
 			}
 			ctrl, mon, _ := resctrl.SplitGroup(p)
-			v, err := view(c, resctrl.Group{Path: p, Ctrl: ctrl, Mon: mon != "", Owned: c.Owns(p)}, true)
+			v, err := c.View(resctrl.Group{Path: p, Ctrl: ctrl, Mon: mon != "", Owned: c.Owns(p)}, true)
 			if err != nil {
 				return err
 			}
@@ -232,8 +174,7 @@ unless --foreign is given.`,
 			if err != nil {
 				return kernelRejected(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: wrote %s\n", name(p), strings.TrimSpace(strings.ReplaceAll(s.String(), "\n", " ")))
-			return nil
+			return printSet(cmd, c, p, name(p), s, asJSON)
 		},
 	}
 	set.Flags().BoolVar(&create, "create", false, "create the group if it does not exist")
@@ -259,8 +200,10 @@ unless --foreign is given.`,
 			if err := client().Apply(resctrl.Change{Group: p, Tasks: pids}); err != nil {
 				return kernelRejected(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: moved %d task(s)\n", name(p), len(pids))
-			return nil
+			return out(cmd, map[string]any{"group": name(p), "moved": pids}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "%s: moved %d task(s)\n", name(p), len(pids))
+				return err
+			})
 		},
 	}
 
@@ -303,8 +246,8 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 			if err != nil {
 				return badInput(err)
 			}
-			if st, err := os.Stat(mountDir); err != nil || !st.IsDir() {
-				return badInputf("--mount %s: not an existing directory", mountDir)
+			if err := prepareMount(mountDir, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
 			e, err := emu.New(p, emu.Options{})
 			if err != nil {
@@ -330,37 +273,7 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 	emulate.Flags().StringVar(&profile, "profile", "intel", "emulated platform")
 	emulate.Flags().StringVar(&mountDir, "mount", "", "directory to mount on")
 
-	var keep []string
-	reconcile := &cobra.Command{
-		Use:     "reconcile",
-		Short:   "Remove colo's leftover groups (after a crash); other agents' groups are never touched",
-		Example: `  colo resctrl reconcile --keep colo.web --keep colo.batch`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			want := map[string]bool{}
-			for _, k := range keep {
-				p, err := group(k)
-				if err != nil {
-					return err
-				}
-				want[p] = true
-			}
-			removed, err := resctrl.Open(root, resctrl.Options{}).Reconcile(func(p string) bool { return want[p] })
-			if err != nil {
-				return err
-			}
-			return out(cmd, removed, func(w io.Writer) error {
-				if len(removed) == 0 {
-					fmt.Fprintln(w, "no leftover colo groups")
-				}
-				for _, r := range removed {
-					fmt.Fprintf(w, "removed %s\n", r)
-				}
-				return nil
-			})
-		},
-	}
-	reconcile.Flags().StringArrayVar(&keep, "keep", nil, "group to keep (repeatable)")
+	reconcile := reconcileCmd(&root, out)
 
 	for _, c := range []*cobra.Command{set, assign} {
 		c.Flags().BoolVar(&foreign, "foreign", false, "allow changing groups that are not colo's (no colo. prefix) and the default group")

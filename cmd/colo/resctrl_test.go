@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"colo/platform/linux"
 	"colo/resctrl"
 	"colo/resctrl/emu"
+	"colo/resctrl/journal"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -127,16 +130,87 @@ func TestResctrlCLI(t *testing.T) {
 	if out, err = runColo(t, "resctrl", "--root", dir, "mon", "colo.web"); err != nil || !strings.Contains(out, "OCCUPANCY") {
 		t.Fatalf("mon: %q %v", out, err)
 	}
-	if _, err := runColo(t, "resctrl", "--root", dir, "set", "colo.old", "L3:0=f", "--create"); err != nil {
-		t.Fatal(err)
-	}
 	if err := e.Mkdir("theirs"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err = runColo(t, "resctrl", "--root", dir, "reconcile", "--keep", "colo.web"); err != nil || out != "removed colo.old\n" {
+	// A dead instance's journal names its group and system/default as it found it; the
+	// instance squeezed system/default, then died (its PID now has another start time).
+	state := t.TempDir()
+	before, _ := runColo(t, "resctrl", "--root", dir, "show", "/")
+	j, err := journal.Open(state, dir, journal.Record{Kind: "test", Prefix: "colo.dead."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st0, _ := os.ReadFile(filepath.Join(dir, "schemata"))
+	if err := j.SaveDefault(string(st0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.AddGroup("colo.dead.c0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runColo(t, "resctrl", "--root", dir, "set", "colo.dead.c0", "L3:0=3", "--create"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runColo(t, "resctrl", "--root", dir, "set", "/", "L3:0=800;1=800", "--foreign"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runColo(t, "resctrl", "--root", dir, "reconcile", "--state-dir", state); err != nil || out != "no dead colo instance recorded for "+dir+"\n" {
+		t.Fatalf("reconcile while the instance lives: %q %v", out, err)
+	}
+	r := j.Record()
+	r.Start++ // the PID reused by another process: the instance is dead
+	if err := r.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runColo(t, "resctrl", "--root", dir, "reconcile", "--state-dir", state); err != nil || !strings.Contains(out, "removed colo.dead.c0; restored system/default") {
 		t.Fatalf("reconcile: %q %v", out, err)
 	}
 	if g := e.State().Groups; len(g) != 3 || g[1].Path != "colo.web" || g[2].Path != "theirs" {
 		t.Fatalf("after reconcile: %+v", g)
+	}
+	if after, _ := runColo(t, "resctrl", "--root", dir, "show", "/"); after != before {
+		t.Fatalf("system/default not restored exactly:\n%s\nwas\n%s", after, before)
+	}
+	if rs, _ := journal.List(state, dir); len(rs) != 0 {
+		t.Fatalf("records left: %+v", rs)
+	}
+}
+
+func TestPrepareMount(t *testing.T) {
+	dir := t.TempDir() + "/new/rdt"
+	var msg bytes.Buffer
+	if err := prepareMount(dir, &msg); err != nil || !strings.Contains(msg.String(), "created "+dir) {
+		t.Fatalf("missing directory: %v, %q", err, msg.String())
+	}
+	if err := prepareMount(dir, &msg); err != nil {
+		t.Fatalf("existing directory: %v", err)
+	}
+	f := dir + "/file"
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareMount(f, &msg); !isBadInput(err) || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("a file: %v", err)
+	}
+}
+
+// `resctrl set` prints what the kernel holds: MBA rounds 55 % to its 10 % step.
+func TestResctrlSetPrintsWhatTheKernelHolds(t *testing.T) {
+	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
+	e, _ := emu.NewNamed("intel", emu.Options{})
+	dir := t.TempDir()
+	m, err := emu.Mount(e, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unmount()
+	out, err := runColo(t, "resctrl", "--resctrl-root", dir, "set", "colo.mb", "MB:0=55", "--create")
+	if err != nil || !strings.Contains(out, "wrote MB:0=55; the kernel holds MB:0=60") {
+		t.Fatalf("set MB:0=55: %v\n%s", err, out)
+	}
+	out, err = runColo(t, "resctrl", "--root", dir, "set", "colo.mb", "L3:0=ff0", "--json")
+	var v map[string]string
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v["wrote"] != "L3:0=ff0" || v["holds"] != "L3:0=ff0" {
+		t.Fatalf("set --json: %v %q", err, out)
 	}
 }

@@ -152,5 +152,6 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 	fl.StringVar(&rcRoot, "resctrl-root", "", "resctrl mount for platform: linux (default /sys/fs/resctrl); ignored on sim")
 	fl.DurationVar(&dbWait, "db-wait", 10*time.Second, "with data.db: how long to wait at the end for InfluxDB to take the points still buffered (the rest is kept in the run directory)")
 	fl.DurationVar(&interval, "interval", 0, "print a line of metrics per scheduler every DUR of the run's time (virtual on sim), like perf stat -I (e.g. 10s)")
+	withRepeat(cmd, "run") // --repeat N: intervals over seeds (repeat.go)
 	rootCmd.AddCommand(cmd)
 }

@@ -50,14 +50,15 @@ func TestAMDSocketWritesEveryCCX(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := em.State()
-	g, ok := st.Group("colo.j0")
-	if !ok {
-		t.Fatalf("no control group colo.j0: %+v", st.Groups)
+	class := pf.placement(js.ID).Group
+	g, ok := st.Group(class)
+	if !ok || class == "" {
+		t.Fatalf("no control group %q: %+v", class, st.Groups)
 	}
 	def, _ := st.Group("")
 	for _, d := range doms {
 		if g.Schemata["L3"][d] != 0x0ff0 || g.Schemata["MB"][d] != 16 {
-			t.Errorf("colo.j0 domain %d: L3 %#x MB %d, want 0xff0 and 16 on every CCX", d, g.Schemata["L3"][d], g.Schemata["MB"][d])
+			t.Errorf("%s domain %d: L3 %#x MB %d, want 0xff0 and 16 on every CCX", class, d, g.Schemata["L3"][d], g.Schemata["MB"][d])
 		}
 		if def.Schemata["L3"][d] != 0x000f {
 			t.Errorf("system/default domain %d: L3 %#x, want 0xf", d, def.Schemata["L3"][d])

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -110,9 +111,10 @@ func (s *spy) checkClass(id, socket int, mask uint64) {
 		return
 	}
 	st := s.em.State()
-	g, ok := st.Group(j.ctrl)
-	if !ok || j.ctrl == "" {
-		s.t.Errorf("job %d: emulator has no group %q", id, j.ctrl)
+	pl := s.pf.placement(id)
+	g, ok := st.Group(pl.Group)
+	if !ok || pl.Group == "" {
+		s.t.Errorf("job %d: emulator has no group %q", id, pl.Group)
 		return
 	}
 	if got := g.Schemata["L3"]; len(got) <= socket || uint64(got[socket]) != mask {
@@ -125,11 +127,11 @@ func (s *spy) checkClass(id, socket int, mask uint64) {
 	}
 	for _, x := range tids {
 		if !in[x] && procExists(x) {
-			s.t.Errorf("job %d: thread %d of the container is not in %s (%v)", id, x, j.ctrl, g.Tasks)
+			s.t.Errorf("job %d: thread %d of the container is not in %s (%v)", id, x, pl.Group, g.Tasks)
 		}
 	}
-	if mg, ok := st.Group(j.mon); !ok || len(mg.Tasks) == 0 {
-		s.t.Errorf("job %d: monitoring group %s missing or empty", id, j.mon)
+	if mg, ok := st.Group(pl.Mon); !ok || len(mg.Tasks) == 0 {
+		s.t.Errorf("job %d: monitoring group %s missing or empty", id, pl.Mon)
 	}
 	s.allocated[id]++
 }
@@ -198,12 +200,18 @@ func TestEndToEndEmulator(t *testing.T) {
 	}
 }
 
-// TestKilledMidRunReconciles runs the example in a child process as colo run does,
-// kills it with SIGKILL while its containers run in their classes, and checks that the
-// next platform removes the containers, the network and the resctrl groups.
+// TestKilledMidRunReconciles runs the example in a child process as colo run does on
+// mount A, kills it with SIGKILL while its containers run in their classes, runs a
+// complete run on mount B, and checks that colo cleanup (Cleanup) then removes the
+// killed run's containers, network and resctrl groups and gives A's system/default
+// back exactly as it was, and that the next platform on A finds nothing left.
 func TestKilledMidRunReconciles(t *testing.T) {
 	e := newEnv(t)
 	em, dir := mountEmulator(t)
+	found, err := os.ReadFile(dir + "/schemata")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildRun$")
 	cmd.Env = append(os.Environ(), "COLO_E2E_CHILD="+strings.Join([]string{dir, e.image, e.state}, ","))
 	out := &strings.Builder{}
@@ -241,19 +249,60 @@ func TestKilledMidRunReconciles(t *testing.T) {
 	if c != 2 || n != 1 || owned < 2 {
 		t.Fatalf("after the kill: %d containers, %d networks, %d groups (want leftovers to reconcile)", c, n, owned)
 	}
+	killed, _ := os.ReadFile(dir + "/schemata")
+	if string(killed) == string(found) {
+		t.Fatalf("the killed run left system/default as found (%q): nothing to restore", found)
+	}
+	// A complete run on another mount B, same state directory: A stays as the kill left it.
+	_, dirB := mountEmulator(t)
+	ob := e.options(nil)
+	ob.ResctrlRoot = dirB
+	bm := parseBench(t, smokeYAML)
+	pb, err := New(bm, ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.Start(bm.Jobs[0], []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.SetAllocation(bm.Jobs[0].ID, 0, 0x3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.SetDefaultMask(0, 0xffc); err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(dir + "/schemata"); string(now) != string(killed) {
+		t.Fatalf("a run on mount B changed mount A's system/default: %q, was %q", now, killed)
+	}
+	// colo cleanup
+	did, err := Cleanup(context.Background(), e.state)
+	t.Logf("cleanup: %q", did)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, n := leftovers(t, e, cmd.Process.Pid); c != 0 || n != 0 {
+		t.Errorf("after cleanup: %d containers, %d networks of the killed colo", c, n)
+	}
+	if gs := em.State().Groups; len(gs) != 1 {
+		t.Errorf("after cleanup the emulator still has %d groups", len(gs))
+	}
+	if now, _ := os.ReadFile(dir + "/schemata"); string(now) != string(found) {
+		t.Errorf("system/default after cleanup %q, want exactly %q", now, found)
+	}
 	o := e.options(nil)
 	o.ResctrlRoot = dir
 	pf, err := New(nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, n := leftovers(t, e, cmd.Process.Pid); c != 0 || n != 0 {
-		t.Errorf("after reconcile: %d containers, %d networks of the killed colo", c, n)
+	for _, n := range pf.Notes() {
+		if strings.Contains(n, "earlier colo run") {
+			t.Errorf("cleanup left something for the next run: %q", n)
+		}
 	}
-	if gs := em.State().Groups; len(gs) != 1 {
-		t.Errorf("after reconcile the emulator still has %d groups", len(gs))
-	}
-	t.Logf("reconcile notes: %q", pf.Notes())
 	if err := pf.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,18 +1,20 @@
 package linux
 
+import (
+	"colo/machine"
+	"colo/resctrl"
+	"colo/resctrl/plan"
+)
+
 // RDT is what the platform needs from a resctrl mount (the real /sys/fs/resctrl or an
-// emulator mount given with --resctrl-root). Paths are group paths relative to the
-// mount root: "" is system/default, "g" a control group, "g/mon_groups/m" (or
-// "mon_groups/m" under the default group) a monitoring group. Implemented over the
-// resctrl client (resctrlRDT); a fake in tests.
+// emulator mount given with --resctrl-root): resctrl.Adapter. Paths are group paths
+// relative to the mount root: "" is system/default, "g" a control group,
+// "g/mon_groups/m" (or "mon_groups/m" under the default group) a monitoring group.
 type RDT interface {
-	// Prefix is the name prefix of the groups the platform owns.
-	Prefix() string
-	// MonPath is the path of monitoring group mon under control group ctrl.
-	MonPath(ctrl, mon string) string
-	CreateGroup(path string) error
-	RemoveGroup(path string) error
-	Exists(path string) bool
+	// PlanState reads every control group for the planner (own: this instance's).
+	PlanState(m *machine.Profile, own func(name string) bool) (groups []plan.Group, closids, rmids int, err error)
+	// ApplyPlan performs the planner's operations in order.
+	ApplyPlan(ops []plan.Op) error
 	// SetSchemata sets the L3 mask and (mba > 0) the MB value of one domain.
 	SetSchemata(path string, domain int, mask uint64, mba int) error
 	// ReadSchemata returns the L3 mask and MB value (0 without MBA) of one domain.
@@ -24,8 +26,15 @@ type RDT interface {
 	AddTasks(path string, tids []int) (gone int, err error)
 	// MonData sums a monitoring-capable group's counters over its domains.
 	MonData(path string) (occupancy, mbmTotal, mbmLocal uint64, err error)
-	// Reconcile removes every owned group (left by a crashed colo) and returns them.
-	Reconcile() ([]string, error)
+	// RemoveGroups removes the groups whose own name matches (MON groups first) and
+	// returns them; nothing else is touched.
+	RemoveGroups(match func(name string) bool) ([]string, error)
+	// DefaultSchemata reads system/default's whole schemata; RestoreDefault writes it
+	// back (the journal keeps it across a crash).
+	DefaultSchemata() (string, error)
+	RestoreDefault(schemata string) error
+	// Client is the client underneath (journal reconcile works on its FS).
+	Client() *resctrl.Client
 	// Root is the mount point (for messages).
 	Root() string
 }

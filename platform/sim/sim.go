@@ -22,20 +22,23 @@ import (
 	"colo/machine"
 	"colo/resctrl"
 	"colo/resctrl/emu"
+	"colo/resctrl/plan"
+	"colo/sched"
 	"colo/sim"
 )
 
 func init() {
 	bench.RegisterPlatform("sim", func(bm *bench.Benchmark) (bench.Platform, error) {
-		return New(bm.Machine, sim.Options{Seed: bm.Seed})
+		return New(bm.Machine, sim.Options{Seed: bm.Seed, Noise: bm.Noise})
 	})
 }
 
 // pidBase numbers the simulated jobs' tasks: job i is PID pidBase+i.
 const pidBase = 10000
 
-// groupPrefix marks the groups the platform owns.
-const groupPrefix = "colo-"
+// DefaultPrefix names the groups of the simulated platform's instance (the mount is
+// private to it).
+const DefaultPrefix = "colo.sim."
 
 // Platform is the simulated testbed.
 type Platform struct {
@@ -43,10 +46,13 @@ type Platform struct {
 	sm     *sim.Machine
 	emu    *emu.Emulator
 	rc     *resctrl.Client
+	ad     *resctrl.Adapter
+	prefix string
 	jobs   map[int]*job
 	byID   map[sim.ID]*job
-	groups []*closGroup
-	nextG  int
+	want   map[string]plan.Want      // per tenant (job), what the scheduler asked for
+	placed map[string]plan.Placement // per tenant, where the planner put it
+	notes  []string
 	gen    uint64 // emulator generation last mirrored
 }
 
@@ -56,7 +62,6 @@ type job struct {
 	pid    int
 	socket int
 	cpus   []int
-	group  *closGroup // nil = system/default
 	c      bench.Counters
 	q      float64 // CPU quota; 0 = none (SetQuota)
 }
@@ -68,30 +73,16 @@ func (j *job) quota() float64 {
 	return 1
 }
 
-// closGroup is one resctrl control group (one CLOSID). Masks are per L3 domain and a
-// task obeys the domain of the CPU it runs on, so a group's socket-0 and socket-1 masks
-// can serve different jobs (as the thesis's RDT classes hold a Socket0 and a Socket1
-// allocation), and jobs of one socket asking for the same mask and MBA share it (a
-// cluster, as LFOC+ forms). With the 4314's 8 CLOSIDs (the MBA limit) that leaves 7
-// distinct allocations per socket rather than 7 jobs in all.
-type closGroup struct {
-	path    string
-	members []map[int]bool // per socket: the jobs using this group's mask there
-	mask    []uint64       // per socket, valid while members is not empty
-	mba     []int
-}
-
-func (g *closGroup) empty() bool {
-	for _, m := range g.members {
-		if len(m) > 0 {
-			return false
-		}
-	}
-	return true
-}
+func tenant(id int) string { return fmt.Sprintf("j%d", id) }
 
 // New builds a simulated testbed for machine m.
 func New(m *machine.Profile, opt sim.Options) (*Platform, error) {
+	return NewPrefixed(m, opt, DefaultPrefix)
+}
+
+// NewPrefixed is New with the instance's group-name prefix (the conformance replay gives
+// the sim and linux platforms the same one, so their resctrl trees can be compared).
+func NewPrefixed(m *machine.Profile, opt sim.Options, prefix string) (*Platform, error) {
 	sm, err := sim.New(m, opt)
 	if err != nil {
 		return nil, err
@@ -106,10 +97,22 @@ func New(m *machine.Profile, opt sim.Options) (*Platform, error) {
 	}
 	// the platform owns the whole emulated mount, system/default included (the thesis
 	// shrinks system/default to the ways no exclusive group holds)
-	rc := resctrl.New(e.FS(), resctrl.Options{Prefix: groupPrefix, AllowForeign: true})
-	p := &Platform{m: m, sm: sm, emu: e, rc: rc, jobs: map[int]*job{}, byID: map[sim.ID]*job{}}
+	rc := resctrl.New(e.FS(), resctrl.Options{Prefix: prefix, AllowForeign: true})
+	ad, err := resctrl.NewAdapter(rc, "emu:"+m.Name)
+	if err != nil {
+		return nil, err
+	}
+	p := &Platform{m: m, sm: sm, emu: e, rc: rc, ad: ad, prefix: prefix, jobs: map[int]*job{}, byID: map[sim.ID]*job{},
+		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}}
 	return p, p.mirror()
 }
+
+// Emulator is the platform's resctrl emulator (tests compare its tree with another
+// platform's).
+func (p *Platform) Emulator() *emu.Emulator { return p.emu }
+
+// Notes are the planner's notes (shared CLOS) and refusals, in order.
+func (p *Platform) Notes() []string { return append([]string(nil), p.notes...) }
 
 // Machine implements bench.Platform.
 func (p *Platform) Machine() *machine.Profile { return p.m }
@@ -123,7 +126,8 @@ func (p *Platform) Check(j bench.JobSpec) error {
 	return err
 }
 
-// Start implements bench.Platform.
+// Start implements bench.Platform: the job's task starts in system/default with a
+// monitoring group of its own, as on Linux.
 func (p *Platform) Start(j bench.JobSpec, cpus []int) error {
 	if _, dup := p.jobs[j.ID]; dup {
 		return fmt.Errorf("job %d already runs", j.ID)
@@ -140,6 +144,10 @@ func (p *Platform) Start(j bench.JobSpec, cpus []int) error {
 	p.emu.Declare(jb.pid)
 	p.jobs[j.ID] = jb
 	p.byID[sid] = jb
+	p.want[tenant(j.ID)] = plan.Want{Tenant: tenant(j.ID), Socket: jb.socket, Tasks: []int{jb.pid}, Monitor: true}
+	if err := p.replan(); err != nil {
+		return err
+	}
 	return p.mirror()
 }
 
@@ -149,7 +157,16 @@ func (p *Platform) Stop(id int) error {
 	if !ok {
 		return fmt.Errorf("job %d is not running", id)
 	}
-	err := p.release(jb)
+	// its task back to system/default without a monitoring group, then it is forgotten
+	// (the same steps as platform linux)
+	w := p.want[tenant(id)]
+	w.Mask, w.MBA, w.Monitor = 0, 0, false
+	p.want[tenant(id)] = w
+	err := p.replan()
+	delete(p.want, tenant(id))
+	if rerr := p.replan(); err == nil {
+		err = rerr
+	}
 	p.emu.Forget(jb.pid)
 	if rerr := p.sm.RemoveWorkload(jb.sid); err == nil {
 		err = rerr
@@ -168,13 +185,21 @@ func (p *Platform) Move(id int, cpus []int) error {
 	if !ok {
 		return fmt.Errorf("job %d is not running", id)
 	}
-	if err := p.release(jb); err != nil {
+	w := p.want[tenant(id)]
+	w.Mask, w.MBA = 0, 0
+	p.want[tenant(id)] = w
+	if err := p.replan(); err != nil {
 		return err
 	}
 	if err := p.sm.Move(jb.sid, cpus); err != nil {
 		return err
 	}
 	jb.cpus, jb.socket = append([]int(nil), cpus...), p.m.SocketOfCore(cpus[0])
+	w.Socket = jb.socket
+	p.want[tenant(id)] = w
+	if err := p.replan(); err != nil {
+		return err
+	}
 	return p.mirror()
 }
 
@@ -192,10 +217,11 @@ func (p *Platform) SetQuota(id int, quota float64) error {
 	return nil
 }
 
-// SetAllocation implements bench.Platform: the job joins a control group whose mask
-// and MBA on its socket are `mask` and `mba` — one it has alone is rewritten in place,
-// one with the same values is shared, else a group with that socket free is used or a
-// new one made (see closGroup); mask 0 puts the job's task back into system/default.
+// SetAllocation implements bench.Platform through the group planner (resctrl/plan):
+// the job gets L3 mask `mask` and MBA `mba` on its socket in a control group it shares
+// only with jobs asking for the same values (mask 0: back to system/default). An
+// allocation the planner cannot honour (no CLOSID left, another agent's ways) leaves the
+// job where it was and returns why.
 func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 	jb, ok := p.jobs[id]
 	if !ok {
@@ -204,114 +230,86 @@ func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 	if socket != jb.socket {
 		return fmt.Errorf("job %d runs on socket %d, not %d", id, jb.socket, socket)
 	}
-	if mask == 0 {
-		if err := p.release(jb); err != nil {
-			return err
-		}
-		return p.mirror()
-	}
-	if p.m.MBA != nil && mba <= 0 {
-		mba = p.m.MBA.Max
-	}
-	if g := jb.group; g != nil {
-		if g.mask[socket] == mask && g.mba[socket] == mba {
-			return nil
-		}
-		if len(g.members[socket]) == 1 { // alone on this socket: rewrite in place
-			if err := p.rc.SetSchemata(g.path, p.schemata(socket, mask, mba)); err != nil {
-				return err
-			}
-			g.mask[socket], g.mba[socket] = mask, mba
-			return p.mirror()
-		}
-		if err := p.release(jb); err != nil {
-			return err
-		}
-	}
-	var g, free *closGroup
-	for _, c := range p.groups {
-		if len(c.members[socket]) > 0 && c.mask[socket] == mask && c.mba[socket] == mba {
-			g = c
-			break
-		}
-		if free == nil && len(c.members[socket]) == 0 {
-			free = c
-		}
-	}
-	var ch resctrl.Change
-	switch {
-	case g != nil:
-		ch = resctrl.Change{Group: g.path, Tasks: []int{jb.pid}}
-	case free != nil:
-		g = free
-		ch = resctrl.Change{Group: g.path, Schemata: p.schemata(socket, mask, mba), Tasks: []int{jb.pid}}
-	default:
-		n := p.m.Sockets
-		g = &closGroup{path: fmt.Sprintf("%sclos-%d", groupPrefix, p.nextG), members: make([]map[int]bool, n),
-			mask: make([]uint64, n), mba: make([]int, n)}
-		for i := range g.members {
-			g.members[i] = map[int]bool{}
-		}
-		ch = resctrl.Change{Group: g.path, Create: true, Schemata: p.schemata(socket, mask, mba), Tasks: []int{jb.pid}}
-	}
-	if err := p.rc.Apply(ch); err != nil {
+	w := p.want[tenant(id)]
+	w.Mask, w.MBA = mask, mba
+	p.want[tenant(id)] = w
+	if err := p.replan(); err != nil {
 		return err
 	}
-	if ch.Create {
-		p.groups = append(p.groups, g)
-		p.nextG++
-	}
-	g.members[socket][id] = true
-	g.mask[socket], g.mba[socket], jb.group = mask, mba, g
 	return p.mirror()
 }
 
-// schemata is the partial schemata line setting one socket's L3 domain (and MB domain).
-func (p *Platform) schemata(socket int, mask uint64, mba int) resctrl.Schemata {
-	dom := socket * p.m.LLC.DomainsPerSocket
-	var s resctrl.Schemata
-	s = s.Set("L3", dom, mask)
-	if p.m.MBA != nil {
-		s = s.Set("MB", dom, uint64(mba))
-	}
-	return s
-}
-
-// release returns a job's task to system/default; a socket slot nobody uses any more
-// goes back to the full mask and no throttle, and an empty group is removed.
-func (p *Platform) release(jb *job) error {
-	g := jb.group
-	if g == nil {
-		return nil
-	}
-	if err := p.rc.AddTasks("", jb.pid); err != nil {
+// replan reads the emulated mount, plans every tenant's allocation and applies the
+// plan. A refused tenant's want falls back to where it is.
+func (p *Platform) replan() error {
+	in, err := p.planInput()
+	if err != nil {
 		return err
 	}
-	delete(g.members[jb.socket], jb.id)
-	jb.group = nil
-	if g.empty() {
-		for i, c := range p.groups {
-			if c == g {
-				p.groups = append(p.groups[:i], p.groups[i+1:]...)
-				break
-			}
-		}
-		return p.rc.RemoveGroup(g.path)
+	res := plan.Plan(in)
+	p.notes = append(p.notes, res.Notes...)
+	aerr := p.ad.ApplyPlan(res.Ops)
+	if aerr == nil {
+		p.placed = res.Placed
 	}
-	if len(g.members[jb.socket]) > 0 {
-		return nil
+	for _, r := range res.Refused {
+		w := p.want[r.Tenant]
+		pl := p.placed[r.Tenant]
+		w.Mask, w.MBA = pl.Mask, pl.MBA
+		p.want[r.Tenant] = w
+		p.notes = append(p.notes, "refused: "+r.Error())
 	}
-	mba := 0
-	if p.m.MBA != nil {
-		mba = p.m.MBA.Max
+	if aerr != nil {
+		return aerr
 	}
-	return p.rc.SetSchemata(g.path, p.schemata(jb.socket, p.m.FullMask(), mba))
+	return res.Err()
 }
 
-// SetDefaultMask implements bench.Platform.
+func (p *Platform) planInput() (plan.Input, error) {
+	groups, closids, rmids, err := p.ad.PlanState(p.m, func(name string) bool { return strings.HasPrefix(name, p.prefix) })
+	if err != nil {
+		return plan.Input{}, err
+	}
+	in := plan.Input{Machine: p.m, CLOSIDs: closids, RMIDs: rmids, Prefix: p.prefix, Groups: groups, Placed: p.placed}
+	names := make([]string, 0, len(p.want))
+	for t := range p.want {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	for _, t := range names {
+		in.Want = append(in.Want, p.want[t])
+	}
+	return in, nil
+}
+
+// CLOSBudget implements bench.CLOSBudgeter: per socket, how many control groups the
+// run may hold and the ways other agents claim (none on the private emulated mount).
+func (p *Platform) CLOSBudget() []sched.CLOSBudget {
+	in, err := p.planInput()
+	if err != nil {
+		return nil
+	}
+	return budgets(plan.Budgets(in))
+}
+
+func budgets(bs []plan.Budget) []sched.CLOSBudget {
+	out := make([]sched.CLOSBudget, len(bs))
+	for i, b := range bs {
+		out[i] = sched.CLOSBudget{Groups: b.Groups, Foreign: b.Foreign}
+	}
+	return out
+}
+
+// SetDefaultMask implements bench.Platform: every L3 domain of the socket.
 func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
+	doms, err := resctrl.SocketDomains(p.m, socket)
+	if err != nil {
+		return err
+	}
 	var s resctrl.Schemata
-	s = s.Set("L3", socket*p.m.LLC.DomainsPerSocket, mask)
+	for _, d := range doms {
+		s = s.Set("L3", d, mask)
+	}
 	if err := p.rc.SetSchemata("", s); err != nil {
 		return err
 	}

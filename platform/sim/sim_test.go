@@ -71,12 +71,12 @@ func TestAllocationsGoThroughResctrl(t *testing.T) {
 			t.Fatalf("job %d: %v", i, err)
 		}
 	}
-	if len(p.groups) != 6 {
-		t.Fatalf("%d groups for 6 jobs per socket", len(p.groups))
+	if ctrlGroups(p) != 6 {
+		t.Fatalf("%d groups for 6 jobs per socket", ctrlGroups(p))
 	}
 	for i := 0; i < 12; i++ {
 		a, err := p.ReadAllocation(i)
-		if err != nil || a.Mask != 0x1<<uint(i/2) || a.MBA != 10 || !strings.HasPrefix(a.Group, "colo-") {
+		if err != nil || a.Mask != 0x1<<uint(i/2) || a.MBA != 10 || !strings.HasPrefix(a.Group, DefaultPrefix) {
 			t.Fatalf("job %d read back %+v %v", i, a, err)
 		}
 		// the simulator runs the job in the CLOS resctrl gave its group
@@ -110,8 +110,8 @@ func TestAllocationsGoThroughResctrl(t *testing.T) {
 	}
 	a20, _ := p.ReadAllocation(20)
 	a21, _ := p.ReadAllocation(21)
-	if a20.Group != a21.Group || a20.Mask != 0x600 || len(p.groups) != 6 {
-		t.Fatalf("cluster: %+v %+v, %d groups", a20, a21, len(p.groups))
+	if a20.Group != a21.Group || a20.Mask != 0x600 || ctrlGroups(p) != 6 {
+		t.Fatalf("cluster: %+v %+v, %d groups", a20, a21, ctrlGroups(p))
 	}
 	// one of them changes: it leaves the shared group, the other keeps its mask
 	if err := p.SetAllocation(21, 0, 0x400, 20); err != nil {
@@ -143,7 +143,7 @@ func TestAllocationsGoThroughResctrl(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range p.emu.State().Groups {
-		if strings.HasPrefix(g.Path, "colo-") {
+		if strings.HasPrefix(g.Path, DefaultPrefix) {
 			t.Fatalf("group %s left behind", g.Path)
 		}
 	}
@@ -285,5 +285,63 @@ func TestQuotaAndL2Misses(t *testing.T) {
 	}
 	if l2 := 1000 * a.L2Misses / a.Instructions; l2 < 61.9 || l2 > 62.1 || a.LLCMisses > a.L2Misses {
 		t.Errorf("L2 MPKI %.3f (want MLOAD's 62), LLC misses %.0f, L2 misses %.0f", l2, a.LLCMisses, a.L2Misses)
+	}
+}
+
+// ctrlGroups counts the platform's control groups on its emulated mount.
+func ctrlGroups(p *Platform) int {
+	n := 0
+	for _, g := range p.emu.State().Groups {
+		if !g.IsMon && strings.HasPrefix(g.Path, DefaultPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// counted is platform sim counting its control groups after every allocation.
+type counted struct {
+	*Platform
+	most int
+}
+
+func (c *counted) SetAllocation(id, socket int, mask uint64, mba int) error {
+	err := c.Platform.SetAllocation(id, socket, mask, mba)
+	c.most = max(c.most, ctrlGroups(c.Platform))
+	return err
+}
+
+var lastCounted *counted
+
+func init() {
+	bench.RegisterPlatform("sim-counted", func(bm *bench.Benchmark) (bench.Platform, error) {
+		p, err := New(bm.Machine, sim.Options{Seed: bm.Seed})
+		lastCounted = &counted{Platform: p}
+		return lastCounted, err
+	})
+}
+
+// TestExceedingDemandStaysWithinCLOSIDs runs the thesis's exceeding-demand scenario under
+// dynamic: the run never holds more control groups than icx-4314-2s's CLOSIDs allow (8,
+// MBA's num_closids, one of them system/default), and no allocation fails for want of
+// one: the accountant sees the budget (sched.Observation.CLOS).
+func TestExceedingDemandStaysWithinCLOSIDs(t *testing.T) {
+	bm, err := bench.Load("../../examples/thesis/exceeding-demand.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm.Platform = "sim-counted"
+	rep, err := bench.RunAll(bm, []string{"dynamic"}, bench.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Schedulers[0]
+	limit := min(bm.Machine.CAT.NumCLOSIDs, bm.Machine.MBA.NumCLOSIDs) - 1
+	t.Logf("most control groups at once %d (limit %d); %+v", lastCounted.most, limit, s)
+	if lastCounted.most == 0 || lastCounted.most > limit || s.AllocationErrors != 0 || s.Probes == 0 {
+		t.Fatalf("%d control groups at once (limit %d), %d allocation errors, %d probes", lastCounted.most, limit, s.AllocationErrors, s.Probes)
+	}
+	if b := lastCounted.CLOSBudget(); len(b) != 2 || b[0].Groups != limit {
+		t.Fatalf("budget %+v", b)
 	}
 }

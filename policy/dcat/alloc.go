@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"colo/cbm"
 )
 
 // allocate is step 5 of the paper: release, Reclaim, restores, then growth (+1 per round,
@@ -254,7 +256,7 @@ func (c *Controller) takeBackKnapsack(cand []*workload, k int) int {
 func (c *Controller) layout(now time.Duration) Decision {
 	var reserved uint64
 	if c.opt.HostWays > 0 {
-		reserved = runMask(c.opt.Ways-c.opt.HostWays, c.opt.HostWays)
+		reserved = uint64(cbm.Run(c.opt.Ways-c.opt.HostWays, c.opt.HostWays))
 	}
 	ps := make([]Placement, 0, len(c.ids))
 	for _, id := range c.ids {
@@ -268,7 +270,7 @@ func (c *Controller) layout(now time.Duration) Decision {
 	}
 	d := Decision{At: now, MovedWays: moved, HostMask: reserved}
 	if reserved == 0 {
-		d.HostMask = fullMask(c.opt.Ways)
+		d.HostMask = uint64(cbm.Full(c.opt.Ways))
 	}
 	for _, id := range c.ids {
 		w := c.ws[id]

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"sort"
+
+	"colo/cbm"
 )
 
 // Placement is one workload's way count to lay out and the mask it holds now (0 when it
@@ -48,7 +50,7 @@ func Layout(ps []Placement, n int, reserved uint64, sparse bool) (map[string]uin
 	if n < 1 || n > 64 {
 		return nil, 0, fmt.Errorf("layout: %d ways is outside 1..64", n)
 	}
-	full := fullMask(n)
+	full := uint64(cbm.Full(n))
 	if reserved&^full != 0 {
 		return nil, 0, fmt.Errorf("layout: reserved mask %#x is wider than %d ways", reserved, n)
 	}
@@ -78,28 +80,18 @@ func Layout(ps []Placement, n int, reserved uint64, sparse bool) (map[string]uin
 	return layoutContiguous(ps, lo, hi)
 }
 
-func fullMask(n int) uint64 {
-	if n >= 64 {
-		return ^uint64(0)
-	}
-	return (uint64(1) << uint(n)) - 1
-}
-
-// runMask is the mask of ways [start, start+k).
-func runMask(start, k int) uint64 { return fullMask(k) << uint(start) }
-
 // freeRun returns the one run [lo, hi) of ways not in reserved.
 func freeRun(reserved uint64, n int) (int, int, error) {
 	if reserved == 0 {
 		return 0, n, nil
 	}
-	free := fullMask(n) &^ reserved
+	free := uint64(cbm.Full(n)) &^ reserved
 	if free == 0 {
 		return 0, 0, fmt.Errorf("layout: the reserved mask %#x leaves no way free", reserved)
 	}
 	lo := bits.TrailingZeros64(free)
 	hi := 64 - bits.LeadingZeros64(free)
-	if free != runMask(lo, hi-lo) {
+	if free != uint64(cbm.Run(lo, hi-lo)) {
 		return 0, 0, fmt.Errorf("layout: reserved mask %#x splits the free ways in two; reserve ways at one end of the cache", reserved)
 	}
 	return lo, hi, nil
@@ -201,7 +193,7 @@ func layoutContiguous(ps []Placement, lo, hi int) (map[string]uint64, int, error
 	}
 	out := make(map[string]uint64, len(order))
 	for i, p := range order {
-		out[p.ID] = runMask(starts[i], p.Ways)
+		out[p.ID] = uint64(cbm.Run(starts[i], p.Ways))
 	}
 	return out, cost, nil
 }
@@ -232,7 +224,7 @@ func dpPlace(order []Placement, lo, hi int) ([]int, int) {
 				if rest >= inf {
 					continue
 				}
-				c := MovedWays(order[i].Old, runMask(lo+s, order[i].Ways)) + rest
+				c := MovedWays(order[i].Old, uint64(cbm.Run(lo+s, order[i].Ways))) + rest
 				if c < cost[i][x] {
 					cost[i][x], choice[i][x] = c, s
 				}

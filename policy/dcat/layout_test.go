@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"testing"
+
+	"colo/cbm"
 )
 
 func TestMovedWays(t *testing.T) {
@@ -86,7 +88,7 @@ func TestLayoutMatchesBruteForce(t *testing.T) {
 		pos := 0
 		for i := range ps {
 			pos += rng.IntN(2) * min(1, n-pos-sumFrom(sizes, i))
-			ps[i] = Placement{ID: string(rune('a' + i)), Old: runMask(pos, sizes[i])}
+			ps[i] = Placement{ID: string(rune('a' + i)), Old: uint64(cbm.Run(pos, sizes[i]))}
 			pos += sizes[i]
 		}
 		// Random new sizes that fit.
@@ -110,7 +112,7 @@ func TestLayoutMatchesBruteForce(t *testing.T) {
 		var union uint64
 		got := 0
 		for _, p := range ps {
-			if m[p.ID]&union != 0 || bits.OnesCount64(m[p.ID]) != p.Ways || m[p.ID] != runMask(bits.TrailingZeros64(m[p.ID]), p.Ways) {
+			if m[p.ID]&union != 0 || bits.OnesCount64(m[p.ID]) != p.Ways || m[p.ID] != uint64(cbm.Run(bits.TrailingZeros64(m[p.ID]), p.Ways)) {
 				t.Fatalf("bad mask %b for %+v", m[p.ID], p)
 			}
 			union |= m[p.ID]
@@ -145,7 +147,7 @@ func bruteForce(ps []Placement, i, from, n int) int {
 	}
 	best := 1 << 30
 	for s := from; s+ps[i].Ways <= n; s++ {
-		c := MovedWays(ps[i].Old, runMask(s, ps[i].Ways)) + bruteForce(ps, i+1, s+ps[i].Ways, n)
+		c := MovedWays(ps[i].Old, uint64(cbm.Run(s, ps[i].Ways))) + bruteForce(ps, i+1, s+ps[i].Ways, n)
 		best = min(best, c)
 	}
 	return best

@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"testing"
 	"time"
+
+	"colo/cbm"
 )
 
 // app is a test workload model: IPC and LLC miss rate as functions of its ways, loads and
@@ -148,9 +150,9 @@ func (r *rig) state(id string) State {
 func checkMasks(t *testing.T, d Decision, o Options) {
 	t.Helper()
 	var union uint64
-	tenant := fullMask(o.Ways) &^ runMask(o.Ways-o.HostWays, o.HostWays)
+	tenant := uint64(cbm.Full(o.Ways)) &^ uint64(cbm.Run(o.Ways-o.HostWays, o.HostWays))
 	if o.HostWays == 0 {
-		tenant = fullMask(o.Ways)
+		tenant = uint64(cbm.Full(o.Ways))
 	}
 	for _, a := range d.Allocs {
 		if bits.OnesCount64(a.Mask) != a.Ways || a.Ways < o.MinWays {
@@ -164,7 +166,7 @@ func checkMasks(t *testing.T, d Decision, o Options) {
 		}
 		if !o.Sparse {
 			lo := bits.TrailingZeros64(a.Mask)
-			if a.Mask != runMask(lo, a.Ways) {
+			if a.Mask != uint64(cbm.Run(lo, a.Ways)) {
 				t.Fatalf("%s: mask %#x is not contiguous", a.ID, a.Mask)
 			}
 		}

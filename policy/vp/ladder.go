@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"colo/cbm"
 )
 
 // control runs the repercussion window, the ladder and the relaxation of kept throttles.
@@ -230,7 +232,7 @@ func (c *Controller) apply(k Kind, a, v *workload) (Config, bool) {
 	ways := c.m.LLC.Ways
 	switch k {
 	case CATConfine:
-		m := ((uint64(1) << uint(c.opt.ConfineWays)) - 1) << uint(ways-c.opt.ConfineWays)
+		m := uint64(cbm.Run(ways-c.opt.ConfineWays, c.opt.ConfineWays))
 		if cfg.Mask == m {
 			return cfg, false
 		}

@@ -7,6 +7,7 @@ package measure
 
 import (
 	"bytes"
+	"colo/metric"
 	"context"
 	"errors"
 	"fmt"
@@ -103,6 +104,38 @@ func Sensitivity(ctx context.Context, m predict.Measurer, d Dir, app predict.App
 	}
 	name := filepath.Join(predict.SensitivityDir, predict.CurveFileName(app.Name))
 	return c, d.Write(name, func(w io.Writer) error { return predict.WriteCurve(w, c) })
+}
+
+// SensitivityRepeated measures app's curve n times, repeat i with measurer mi(i) (on the
+// simulator a fresh noise seed per repeat; on a live machine the same measurer, one sweep
+// after the other), writes the mean curve with its spread (predict.WriteCurveCI) and
+// returns it with the per-dial intervals of the raw values and of the normalised
+// performance P(0)/P(d) of each repeat (metric.MeanCI).
+func SensitivityRepeated(ctx context.Context, mi func(i int) predict.Measurer, d Dir, app predict.App, dials []float64, n int) (c predict.Curve, raw, norm []metric.Interval, err error) {
+	vals := make([][]float64, len(dials))
+	nvals := make([][]float64, len(dials))
+	for i := 0; i < n; i++ {
+		ci, err := mi(i).SensitivityCurve(ctx, app, dials)
+		if err != nil {
+			return c, nil, nil, err
+		}
+		if len(ci.Perf) != len(dials) {
+			return c, nil, nil, fmt.Errorf("%s: repeat %d measured %d dials, want %d", app.Name, i, len(ci.Perf), len(dials))
+		}
+		for k := range dials {
+			vals[k] = append(vals[k], ci.Perf[k])
+			nvals[k] = append(nvals[k], predict.NormalisedPerf(ci.Perf[0], ci.Perf[k]))
+		}
+		c = ci
+	}
+	c.Perf = make([]float64, len(dials))
+	for k := range dials {
+		raw = append(raw, metric.MeanCI(vals[k]))
+		norm = append(norm, metric.MeanCI(nvals[k]))
+		c.Perf[k] = raw[k].Mean
+	}
+	name := filepath.Join(predict.SensitivityDir, predict.CurveFileName(app.Name))
+	return c, raw, norm, d.Write(name, func(w io.Writer) error { return predict.WriteCurveCI(w, c, raw) })
 }
 
 // Contention measures the reporter next to each app and upserts the rows into

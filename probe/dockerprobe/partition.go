@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"colo/cbm"
 	"colo/resctrl"
 	rt "colo/runtime"
 )
@@ -63,7 +64,7 @@ func newPartition(root, name string, ways, mba int) (*partition, error) {
 		m = 0
 	}
 	for _, d := range p.domains {
-		if err := a.SetSchemata(p.path, d, resctrl.Contiguous(0, ways), m); err != nil {
+		if err := a.SetSchemata(p.path, d, uint64(cbm.Full(ways)), m); err != nil {
 			a.RemoveGroup(p.path)
 			return nil, err
 		}
@@ -93,7 +94,7 @@ func (p *partition) describe() string {
 		mb = "no MBA on this mount"
 	}
 	return fmt.Sprintf("resctrl CLOS %s at %s: %d lowest ways (mask %#x), %s, on L3 domains %v; best-effort (other groups keep their masks)",
-		p.path, p.a.Root(), p.ways, resctrl.Contiguous(0, p.ways), mb, p.domains)
+		p.path, p.a.Root(), p.ways, uint64(cbm.Full(p.ways)), mb, p.domains)
 }
 
 // remove deletes the group; the kernel moves its tasks back to the default group.

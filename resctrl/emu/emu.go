@@ -25,6 +25,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"colo/cbm"
 )
 
 // Options configures an emulator.
@@ -221,7 +223,7 @@ const mbaMaxMBps = ^uint32(0)
 
 func (e *Emulator) defaultCtrl(s *schema) uint32 {
 	if s.isCache() {
-		return uint32(uint64(1)<<uint(s.cache.CBMLen) - 1)
+		return uint32(cbm.Full(s.cache.CBMLen))
 	}
 	if s.res == "MB" && e.p.MBAMBps {
 		return mbaMaxMBps

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"colo/cbm"
 )
 
 // ---- name resolution -----------------------------------------------------------------
@@ -302,7 +304,7 @@ func (e *Emulator) read(n *node) string {
 			case "num_closids":
 				return fmt.Sprintf("%d\n", s.closids)
 			case "cbm_mask":
-				return fmt.Sprintf("%x\n", uint64(1)<<uint(c.CBMLen)-1)
+				return fmt.Sprintf("%x\n", uint64(cbm.Full(c.CBMLen)))
 			case "min_cbm_bits":
 				return fmt.Sprintf("%d\n", c.MinCBMBits)
 			case "shareable_bits":

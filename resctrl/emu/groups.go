@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"strings"
 	"syscall"
+
+	"colo/cbm"
 )
 
 // ---- mkdir / rmdir -------------------------------------------------------------------
@@ -91,7 +93,7 @@ func (e *Emulator) mkdirCtrl(name string) error {
 				v[d] = e.defaultCtrl(s)
 				continue
 			}
-			full := uint32(uint64(1)<<uint(s.cache.CBMLen) - 1)
+			full := uint32(cbm.Full(s.cache.CBMLen))
 			newCtrl := uint32(s.cache.ShareableBits)
 			usedB := newCtrl
 			for _, o := range e.sortedCtrls() {
@@ -116,7 +118,7 @@ func (e *Emulator) mkdirCtrl(name string) error {
 				return syscall.ENOSPC
 			}
 			if !s.cache.Sparse {
-				newCtrl = lowestRun(newCtrl)
+				newCtrl = uint32(cbm.Mask(newCtrl).FirstRun())
 			}
 			v[d] = newCtrl
 		}
@@ -130,16 +132,6 @@ func (e *Emulator) mkdirCtrl(name string) error {
 	}
 	e.gen++
 	return nil
-}
-
-// lowestRun keeps the lowest contiguous run of 1-bits (cbm_ensure_valid).
-func lowestRun(v uint32) uint32 {
-	if v == 0 {
-		return 0
-	}
-	first := bits.TrailingZeros32(v)
-	run := bits.TrailingZeros32(^(v >> uint(first)))
-	return uint32((uint64(1)<<uint(run) - 1) << uint(first))
 }
 
 func (e *Emulator) peer(s *schema) *schema {

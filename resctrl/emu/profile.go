@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"colo/cbm"
 	"colo/machine"
 )
 
@@ -212,7 +213,7 @@ func ProfileFromMachine(m *machine.Profile, variant string) (*Profile, error) {
 	if m.Vendor == machine.Arm {
 		p.L3.MinCBMBits = 1
 		p.L3.Sparse = true
-		p.L3.ShareableBits = uint64(1)<<uint(p.L3.CBMLen) - 1
+		p.L3.ShareableBits = uint64(cbm.Full(p.L3.CBMLen))
 	}
 	if m.MBA != nil {
 		p.MB = bwFor(m.Vendor, m.MBA, p.L3.Domains)

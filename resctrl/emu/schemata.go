@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"colo/cbm"
 )
 
 func (e *Emulator) formatValue(s *schema, v uint32) string {
@@ -223,27 +225,19 @@ func (e *Emulator) cbmValidate(s *schema, buf string) (uint32, bool) {
 		e.status("Non-hex character in the mask %s", buf)
 		return 0, false
 	}
-	supported := uint64(1)<<uint(c.CBMLen) - 1
-	if (c.MinCBMBits > 0 && val == 0) || val > supported {
+	rules := cbm.Rules{Width: c.CBMLen, MinBits: c.MinCBMBits, Sparse: c.Sparse}
+	switch rules.Validate(cbm.Mask(val)) {
+	case cbm.Empty, cbm.Wider:
 		e.status("Mask out of range")
 		return 0, false
-	}
-	v := uint32(val)
-	first, zero := 0, 0
-	if v != 0 {
-		first = bits.TrailingZeros32(v)
-		zero = first + bits.TrailingZeros32(^(v >> uint(first)))
-	} else {
-		first, zero = c.CBMLen, c.CBMLen
-	}
-	if !c.Sparse && zero < 32 && v>>uint(zero) != 0 {
-		e.status("The mask %x has non-consecutive 1-bits", v)
+	case cbm.NotContiguous:
+		e.status("The mask %x has non-consecutive 1-bits", val)
 		return 0, false
-	}
-	if zero-first < c.MinCBMBits {
+	case cbm.TooFew:
 		e.status("Need at least %d bits in the mask", c.MinCBMBits)
 		return 0, false
 	}
+	v := uint32(val)
 	return v, true
 }
 

@@ -1,21 +1,17 @@
-package resctrl_test
+package cbm
 
 import (
-	"math/bits"
 	"math/rand/v2"
 	"testing"
-
-	"colo/machine"
-	"colo/resctrl"
 )
 
 // Best fit by hand: the placements the thesis scheduler makes (seed000.md §2.5).
 func TestBestFitHandMade(t *testing.T) {
 	cases := []struct {
-		free  uint64
+		free  Mask
 		total int
 		n     int
-		want  uint64
+		want  Mask
 		ok    bool
 	}{
 		// 12 ways, everything free: lowest start
@@ -38,7 +34,7 @@ func TestBestFitHandMade(t *testing.T) {
 		{0x7ff, 12, 6, 0x03f, true},
 	}
 	for _, c := range cases {
-		got, ok := resctrl.BestFit(c.free, c.total, c.n)
+		got, ok := BestFit(c.free, c.total, c.n)
 		if got != c.want || ok != c.ok {
 			t.Errorf("BestFit(%#b, %d, %d) = %#x,%v want %#x,%v", c.free, c.total, c.n, got, ok, c.want, c.ok)
 		}
@@ -48,7 +44,7 @@ func TestBestFitHandMade(t *testing.T) {
 // bruteBestFit enumerates the maximal free runs (a run starts at a free way whose lower
 // neighbour is not free) and keeps the smallest that fits, lowest start on ties: the rule
 // of seed000.md §2.5, written independently of BestFit to cross-check it.
-func bruteBestFit(free uint64, total, n int) (uint64, bool) {
+func bruteBestFit(free Mask, total, n int) (Mask, bool) {
 	best, bestLen := -1, 1<<30
 	for i := 0; i < total; i++ {
 		if free&(1<<uint(i)) == 0 || (i > 0 && free&(1<<uint(i-1)) != 0) {
@@ -65,7 +61,7 @@ func bruteBestFit(free uint64, total, n int) (uint64, bool) {
 	if best < 0 || n <= 0 {
 		return 0, false
 	}
-	var m uint64
+	var m Mask
 	for k := 0; k < n; k++ {
 		m |= 1 << uint(best+k)
 	}
@@ -76,15 +72,24 @@ func TestBestFitMatchesThesisScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {
 		total := 1 + r.IntN(20)
-		free := r.Uint64() & resctrl.Contiguous(0, total)
+		free := Mask(r.Uint64()) & Full(total)
 		n := 1 + r.IntN(total)
-		a, aok := resctrl.BestFit(free, total, n)
+		a, aok := BestFit(free, total, n)
 		b, bok := bruteBestFit(free, total, n)
 		if aok != bok || a != b {
 			t.Fatalf("free=%#b n=%d: %#x,%v vs brute %#x,%v", free, n, a, aok, b, bok)
 		}
-		if aok && (a&^free != 0 || !machine.Contiguous(a) || bits.OnesCount64(a) != n) {
+		if aok && (a&^free != 0 || !a.Contiguous() || a.Ones() != n) {
 			t.Fatalf("free=%#b n=%d: bad mask %#x", free, n, a)
 		}
+	}
+}
+
+func TestSparseTakesTheLowestFreeWays(t *testing.T) {
+	if m, ok := Sparse(0b1011_0110, 8, 3); !ok || m != 0b0001_0110 {
+		t.Errorf("Sparse(0b10110110, 8, 3) = %#b, %v", m, ok)
+	}
+	if _, ok := Sparse(0b1_0000_0001, 8, 2); ok {
+		t.Error("Sparse used a way above the cache width")
 	}
 }

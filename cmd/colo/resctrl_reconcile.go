@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"colo/resctrl"
+	"colo/resctrl/journal"
+
+	"github.com/spf13/cobra"
+)
+
+// reconcileCmd is `colo resctrl reconcile`: undo, on one mount, what dead colo instances
+// recorded in their journals (resctrl/journal).
+func reconcileCmd(root *string, out func(*cobra.Command, any, func(io.Writer) error) error) *cobra.Command {
+	var stateDir string
+	c := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Undo what dead colo instances left on this mount (their groups, system/default), from their journals",
+		Long: `Reads the journals of the resctrl mount under --state-dir (one per colo run, agent or
+command that changed the mount) and, for each instance whose process is gone, removes the
+groups it recorded (or that carry its prefix) and writes system/default's schemata back
+as it found it. Live instances' groups, other agents' groups and your own groups
+(colo.web from colo resctrl set --create) are never touched. colo cleanup does the same
+for every mount and also removes a dead run's containers and network.`,
+		Example: `  colo resctrl reconcile
+  colo resctrl --root /tmp/rdt reconcile --state-dir /tmp/state`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r := resctrl.ResolveRoot(*root)
+			done, err := journal.Reconcile(resctrl.OSFS{Root: r}, stateDir, r, false)
+			if err != nil {
+				return err
+			}
+			done = append([]journal.Undone{}, done...) // --json: [] rather than null
+			return out(cmd, done, func(w io.Writer) error {
+				if len(done) == 0 {
+					fmt.Fprintf(w, "no dead colo instance recorded for %s\n", r)
+				}
+				for _, u := range done {
+					fmt.Fprintln(w, u)
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().StringVar(&stateDir, "state-dir", journal.DefaultStateDir, "where colo instances keep their journals")
+	return c
+}

@@ -1,0 +1,373 @@
+// Package journal records, per resctrl mount and per instance, what a colo instance (a
+// `colo run` on platform linux, the node agent, a CLI command) is about to change on
+// that mount, so that after a crash the changes of a dead instance — and only those —
+// can be undone.
+//
+// Layout: one directory per mount under the state directory,
+// STATE/journal/mount-HASH/ (HASH: FNV-1a of the mount's cleaned absolute path; "none"
+// for an instance without resctrl), holding one file INSTANCE.json per live or dead
+// instance. The journal lives beside the state it describes, keyed by the mount: a run
+// on mount B never reads or deletes the records of mount A.
+//
+// Protocol (write-ahead; every write is a fsync'ed temporary file renamed over the
+// record, then the directory fsync'ed):
+//
+//	j, err := journal.Open(stateDir, root, journal.Record{Kind: "agent", Prefix: "colo-agent.ab12."})
+//	j.SaveDefault(schemataText)  // system/default as found, BEFORE its first change (kept once)
+//	j.AddGroup("colo-agent.ab12.c0") // BEFORE the mkdir
+//	...                                 // mkdir, schemata, tasks
+//	j.DropGroup("colo-agent.ab12.c0")   // AFTER the rmdir
+//	j.Close()                           // everything undone: the record goes
+//
+// Ownership is by recorded instance, not by name prefix alone: each instance names its
+// groups with its own Prefix (colo.<run>. for colo run, colo-agent.<id>. for the agent),
+// records them before creating them, and Reconcile removes only the groups recorded by
+// (or carrying the prefix of) an instance whose process is dead — the PID gone, or
+// reused by a process with another start time. A record from another PID namespace
+// cannot be judged and is left alone. A user's own group (colo.web from `colo resctrl
+// set --create`) and a live instance's groups are never removed.
+//
+// Reconcile then writes back system/default's schemata as the dead instance found it,
+// unless a live instance on the mount recorded its own saved default after it (that
+// instance restores at its end).
+package journal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Record is one instance's journal.
+type Record struct {
+	// Instance names the record (its file); Open derives it from the PID and time when
+	// empty.
+	Instance string `json:"instance"`
+	// Kind says what the instance is ("colo run", "agent", ...).
+	Kind string `json:"kind"`
+	// Prefix is the name prefix of every group the instance creates.
+	Prefix string `json:"prefix"`
+	// Root is the resctrl mount ("" without resctrl).
+	Root string `json:"resctrl_root"`
+	// PID, PIDNS and Start (the process start time in clock ticks since boot,
+	// /proc/PID/stat field 22) identify the process; Open fills them.
+	PID   int    `json:"pid"`
+	PIDNS string `json:"pidns"`
+	Start uint64 `json:"start_ticks"`
+	// Created is when the record was opened (informational).
+	Created time.Time `json:"created"`
+	// Run and Network are the container label value (colo.run) and the Docker network of
+	// a colo run: `colo cleanup` removes the containers and the network of a dead run.
+	Run     string `json:"run,omitempty"`
+	Network string `json:"network,omitempty"`
+	// Default is system/default's whole schemata as the instance found it ("" while
+	// unchanged).
+	Default string `json:"default_schemata,omitempty"`
+	// Groups are the groups the instance created or is about to create, in order.
+	Groups []string `json:"groups,omitempty"`
+
+	file string
+}
+
+// File is the record's path.
+func (r Record) File() string { return r.file }
+
+// Journal is an open record, written before every change.
+type Journal struct {
+	mu sync.Mutex
+	r  Record
+}
+
+// Dir is the journal directory of a mount under stateDir.
+func Dir(stateDir, root string) string {
+	if root == "" {
+		return filepath.Join(stateDir, "journal", "none")
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	h := fnv.New32a()
+	h.Write([]byte(filepath.Clean(root)))
+	return filepath.Join(stateDir, "journal", fmt.Sprintf("mount-%08x", h.Sum32()))
+}
+
+// Open starts the record of a new instance on the mount root.
+func Open(stateDir, root string, r Record) (*Journal, error) {
+	dir := Dir(stateDir, root)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
+	}
+	r.Root, r.PID, r.PIDNS, r.Created = root, os.Getpid(), PIDNamespace(), time.Now().UTC()
+	r.Start = startTicks(r.PID)
+	if r.Instance == "" {
+		r.Instance = fmt.Sprintf("%d-%d", r.Created.Unix(), r.PID)
+	}
+	r.file = filepath.Join(dir, sanitize(r.Instance)+".json")
+	if _, err := os.Stat(r.file); err == nil {
+		return nil, fmt.Errorf("journal %s already exists: instance %q is taken", r.file, r.Instance)
+	}
+	j := &Journal{r: r}
+	return j, j.save()
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' {
+			return c
+		}
+		return '_'
+	}, s)
+}
+
+// Record returns a copy of the record.
+func (j *Journal) Record() Record {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.r
+	r.Groups = append([]string(nil), j.r.Groups...)
+	return r
+}
+
+// Owns reports whether the instance recorded the group (or MON group) at path, or the
+// group's own name carries its prefix.
+func (j *Journal) Owns(path string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.r.owns(path)
+}
+
+func (r *Record) owns(path string) bool {
+	for _, g := range r.Groups {
+		if g == path {
+			return true
+		}
+	}
+	return r.Prefix != "" && strings.HasPrefix(path[strings.LastIndex(path, "/")+1:], r.Prefix)
+}
+
+// SetRun records a colo run's container label and network.
+func (j *Journal) SetRun(run, network string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.r.Run, j.r.Network = run, network
+	return j.save()
+}
+
+// SaveDefault records system/default's schemata before the instance first changes it;
+// later calls keep the first value.
+func (j *Journal) SaveDefault(schemata string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.r.Default != "" {
+		return nil
+	}
+	j.r.Default = schemata
+	return j.save()
+}
+
+// HasDefault reports whether system/default's original schemata is recorded.
+func (j *Journal) HasDefault() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.r.Default != ""
+}
+
+// ClearDefault forgets the saved default (after the instance restored it).
+func (j *Journal) ClearDefault() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.r.Default == "" {
+		return nil
+	}
+	j.r.Default = ""
+	return j.save()
+}
+
+// AddGroup records a group before it is created.
+func (j *Journal) AddGroup(path string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, g := range j.r.Groups {
+		if g == path {
+			return nil
+		}
+	}
+	j.r.Groups = append(j.r.Groups, path)
+	return j.save()
+}
+
+// DropGroup forgets a group after it was removed (a CTRL_MON group's MON groups go
+// with it).
+func (j *Journal) DropGroup(path string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := j.r.Groups[:0]
+	for _, g := range j.r.Groups {
+		if g != path && !strings.HasPrefix(g, path+"/") {
+			out = append(out, g)
+		}
+	}
+	if len(out) == len(j.r.Groups) {
+		return nil
+	}
+	j.r.Groups = out
+	return j.save()
+}
+
+// Close ends the record: the instance undid everything, so its file goes.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := os.Remove(j.r.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+func (j *Journal) save() error { return write(j.r) }
+
+func write(r Record) error {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	tmp := r.file + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, r.file)
+	}
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", r.file, err)
+	}
+	if d, err := os.Open(filepath.Dir(r.file)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// List reads every record of the mount root under stateDir, oldest first.
+func List(stateDir, root string) ([]Record, error) {
+	return listDir(Dir(stateDir, root))
+}
+
+// ListAll reads the records of every mount under stateDir, oldest first per mount.
+func ListAll(stateDir string) ([]Record, error) {
+	dirs, err := filepath.Glob(filepath.Join(stateDir, "journal", "*"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(dirs)
+	var out []Record
+	for _, d := range dirs {
+		rs, err := listDir(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+func listDir(dir string) ([]Record, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // closed meanwhile
+			}
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("journal %s is corrupt (%v); inspect it, undo what it names by hand, then delete it", f, err)
+		}
+		r.file = f
+		out = append(out, r)
+	}
+	sort.SliceStable(out, func(i, k int) bool { return out[i].Created.Before(out[k].Created) })
+	return out, nil
+}
+
+// Alive reports whether the record's process still runs: its PID exists with the same
+// start time. A record from another PID namespace cannot be judged and counts as alive.
+func (r Record) Alive() bool {
+	if r.PIDNS != PIDNamespace() {
+		return true
+	}
+	if r.PID <= 0 {
+		return false
+	}
+	if r.PID == os.Getpid() {
+		return r.Start == startTicks(r.PID)
+	}
+	err := syscall.Kill(r.PID, 0)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	st := startTicks(r.PID)
+	return st == 0 || r.Start == 0 || st == r.Start
+}
+
+// Forget deletes a dead instance's record once everything it names was undone.
+func (r Record) Forget() error {
+	if err := os.Remove(r.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// Save rewrites a record (after part of it was undone).
+func (r Record) Save() error { return write(r) }
+
+// PIDNamespace identifies this process's PID namespace ("pid-4026531836").
+func PIDNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.NewReplacer("[", "", "]", "", ":", "-").Replace(ns)
+}
+
+// startTicks is field 22 of /proc/PID/stat (0 when unreadable).
+func startTicks(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}
+
+// DefaultStateDir is where `colo run` keeps its journals (platform linux's StateDir).
+const DefaultStateDir = "/run/colo"
