@@ -200,6 +200,43 @@ func MoradFactorAt(x, U float64) float64 {
 	return x / moradShare(1/x-1, 1-U)
 }
 
+// MoradShareAt is one application's share u(x, U) of the bus at a given total U: the
+// positive root of its quadratic c·u² + c·(1−U)·u + (1−U) = 0, c = 1 − 1/x (MODEL.md §4.2),
+// 0 for x ≤ 0 or U ≥ 1. It increases with x and decreases with U, so the physical root of
+// MoradRoot satisfies U* ≥ U₀ exactly when Σ_i u(x_i, U₀) ≥ U₀ (g(U) = Σu_i(U) − U is
+// strictly decreasing): a test that is additive over the applications, which the exact
+// search turns into a dynamic program over subsets.
+func MoradShareAt(x, U float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	return moradShare(1/x-1, 1-U)
+}
+
+// SimplePressure is the one number of an allocation that the simple model's factors depend
+// on besides the application's own demand (MODEL.md §4.1): with S = Σb_i and Q = Σb_i²,
+//
+//	h = (S − B)/Q  when S > B (else 0),   F_i = 1/(1 − b_i·h),
+//
+// which is SimpleFactors rewritten (1 − x_m = (S − B)·b_max/Q). F_i grows with h and with
+// b_i, and h ≥ h₀ > 0 exactly when Σ_i (b_i − h₀·b_i²) ≥ B: a test additive over the
+// applications. h itself is not monotone in the demands (raising a heavy demand can lower
+// it), so the search bounds it through that test, never through a monotone argument.
+func SimplePressure(demands []float64, limit float64) float64 {
+	if noLimit(limit) {
+		return 0
+	}
+	S, Q := 0.0, 0.0
+	for _, b := range demands {
+		S += b
+		Q += b * b
+	}
+	if S <= limit || Q == 0 {
+		return 0
+	}
+	return (S - limit) / Q
+}
+
 // MoradRoot returns the physical total U of the Morad system for the demands (and the
 // number of applications with a positive demand). For fixed U each quadratic has exactly
 // one positive root u_i(U) (c_i < 0), increasing in 1 − U and in x_i, so
@@ -295,6 +332,49 @@ func bandwidthFactors(dst []float64, model BWModel, demands, stallsTotal, stalls
 		return f, nil
 	}
 	return nil, fmt.Errorf("unknown bandwidth model %q", model)
+}
+
+// SaturatedFactors is the bus outside a model's domain (a solo demand at or above B for
+// the Morad models, demands beyond what the simple model's proportional rule can share):
+// the bus delivers B in all, shared in proportion to the demands, so every application
+// with a demand is stretched by the oversubscription and the others not at all:
+//
+//	F_i = max(1, Σb_j / B) for b_i > 0,  F_i = 1 for b_i = 0.
+func SaturatedFactors(dst, demands []float64, limit float64) []float64 {
+	dst = ones(dst, len(demands))
+	if noLimit(limit) {
+		return dst
+	}
+	sum := 0.0
+	for _, b := range demands {
+		sum += b
+	}
+	for i, b := range demands {
+		if b > 0 {
+			dst[i] = math.Max(1, sum/limit)
+		}
+	}
+	return dst
+}
+
+// ContendedFactors is the bandwidth contention a running machine experiences (the
+// simulator's bus): BandwidthFactors where the model applies, and outside its domain
+// SaturatedFactors (weighted by the memory-bound stalls under the stalls model, as
+// StallsFactor weights the Morad factor); inModel is false then. colo eval refuses such
+// inputs instead (BandwidthFactors' error), so both agree wherever eval answers. dst is
+// reused when large enough.
+func ContendedFactors(dst []float64, model BWModel, demands, stallsTotal, stallsMem []float64, limit float64) (f []float64, inModel bool) {
+	f, err := bandwidthFactors(dst, model, demands, stallsTotal, stallsMem, limit)
+	if err == nil {
+		return f, true
+	}
+	f = SaturatedFactors(dst, demands, limit)
+	if model == Stalls && len(stallsTotal) == len(f) && len(stallsMem) == len(f) {
+		for i := range f {
+			f[i] = StallsFactor(f[i], stallsTotal[i], stallsMem[i])
+		}
+	}
+	return f, false
 }
 
 func noLimit(limit float64) bool { return limit <= 0 || math.IsInf(limit, 1) || math.IsNaN(limit) }

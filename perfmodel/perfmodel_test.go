@@ -1,7 +1,9 @@
 package perfmodel
 
 import (
+	"fmt"
 	"math"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -320,5 +322,97 @@ func TestMoradMonotone(t *testing.T) {
 			}
 			prev = f
 		}
+	}
+}
+
+// The additive pressure tests of the exact search (policy/search_bw.go): the Morad share
+// u(x, U) grows with x and falls with U, so Σu(x_i, U₀) ≥ U₀ ⇔ U* ≥ U₀; and the simple
+// model's factors are 1/(1 − b_i·h) with h = SimplePressure, whose level test
+// Σ(b_i − h₀b_i²) ≥ B holds exactly when h ≥ h₀ (h₀ > 0). Random demands, seeded.
+func TestPressureTests(t *testing.T) {
+	rng := rand.New(rand.NewSource(18))
+	for x := 0.01; x < 1; x += 0.07 {
+		for U := 0.02; U < 0.98; U += 0.05 {
+			u := MoradShareAt(x, U)
+			if !(u > 0) || MoradShareAt(x+0.005, U) < u || MoradShareAt(x, U+0.01) > u {
+				t.Fatalf("u(%v, %v) = %v not increasing in x / decreasing in U", x, U, u)
+			}
+		}
+	}
+	for trial := 0; trial < 500; trial++ {
+		n := 2 + rng.Intn(12)
+		d := make([]float64, n)
+		for i := range d {
+			d[i] = rng.Float64() * 9000
+		}
+		B := 5000 + rng.Float64()*40000
+		U, _, err := MoradRoot(d, B)
+		if err != nil {
+			continue
+		}
+		for _, U0 := range []float64{U * 0.9, U * 0.999, U * 1.001, U * 1.1} {
+			s := 0.0
+			for _, b := range d {
+				s += MoradShareAt(b/B, U0)
+			}
+			if (s >= U0) != (U >= U0) {
+				t.Fatalf("demands %v B %v: Σu(U0=%v) = %v but root %v", d, B, U0, s, U)
+			}
+		}
+		f, err := SimpleFactors(nil, d, B)
+		if err != nil {
+			continue
+		}
+		h := SimplePressure(d, B)
+		for i, b := range d {
+			if want := 1 / (1 - b*h); math.Abs(f[i]-want) > 1e-9*want {
+				t.Fatalf("simple factor %v, 1/(1 − b·h) = %v", f[i], want)
+			}
+		}
+		for _, h0 := range []float64{h * 0.9, h * 1.1} {
+			if h0 <= 0 {
+				continue
+			}
+			s := 0.0
+			for _, b := range d {
+				s += b - h0*b*b
+			}
+			if (s >= B) != (h >= h0) {
+				t.Fatalf("simple level test at h0 = %v: Σ = %v vs B %v, h = %v", h0, s, B, h)
+			}
+		}
+	}
+}
+
+// The simulator's bus (ContendedFactors) gives exactly eval's factors (BandwidthFactors)
+// wherever the model applies, oversubscribed or not; outside the model's domain it gives
+// the saturated bus, which never slows an application without demand.
+func TestContendedFactorsAgreeWithEval(t *testing.T) {
+	T, M := []float64{0.6, 0.5, 0.4}, []float64{0.3, 0.1, 0.2}
+	for _, model := range []BWModel{None, Simple, Morad, Stalls} {
+		for _, d := range [][]float64{{5000, 8000, 3000}, {15000, 12000, 9000}, {20000, 0, 30000}} {
+			want, err := BandwidthFactors(model, d, T, M, 35000)
+			if err != nil {
+				t.Fatalf("%s %v: %v", model, d, err)
+			}
+			got, in := ContendedFactors(make([]float64, 1), model, d, T, M, 35000)
+			if !in || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s %v: simulator %v (in model %v), eval %v", model, d, got, in, want)
+			}
+		}
+	}
+	// a solo demand above B: eval refuses, the bus saturates (Σb/B = 2 for the demanding)
+	d := []float64{40000, 0, 30000}
+	if _, err := BandwidthFactors(Morad, d, nil, nil, 35000); err == nil {
+		t.Fatal("eval accepted a solo demand above the limit")
+	}
+	f, in := ContendedFactors(nil, Morad, d, nil, nil, 35000)
+	if in || f[0] != 2 || f[1] != 1 || f[2] != 2 {
+		t.Errorf("saturated bus %v (in model %v), want [2 1 2]", f, in)
+	}
+	// the stalls model stretches only the memory-bound stalls: (0.6 + 0.3·(2−1))/0.6 = 1.5
+	f, _ = ContendedFactors(nil, Stalls, d, T, M, 35000)
+	if math.Abs(f[0]-1.5) > 1e-12 || f[1] != 1 {
+		t.Errorf("saturated stalls factors %v, want 1.5 and 1", f)
 	}
 }

@@ -1,12 +1,6 @@
 package policy
 
 import (
-	"fmt"
-	"math"
-	"sort"
-
-	"colo/metric"
-	"colo/perfmodel"
 	"colo/profile"
 )
 
@@ -88,84 +82,8 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // cover: lookahead needs one way each), the least sensitive ones, by slowdown at one way,
 // are handled as light-sharing.
 func LFOCClusters(plus bool, classes []Class, curves []AppCurves, ways int, p LFOCParams) ([]Cluster, error) {
-	if len(classes) != len(curves) {
-		return nil, fmt.Errorf("lfoc: %d classes for %d applications", len(classes), len(curves))
-	}
-	if p.MaxStreamingPerPart < 1 || p.StreamingWays < 1 || p.MaxStreamingParts < 1 || p.LightPerStreaming < 0 {
-		return nil, fmt.Errorf("lfoc: invalid parameters %+v", p)
-	}
-	var st, cs, ls []int
-	for i, c := range classes {
-		switch c {
-		case Sensitive:
-			cs = append(cs, i)
-		case Light:
-			ls = append(ls, i)
-		default: // streaming and unknown
-			st = append(st, i)
-		}
-	}
-	if len(cs) == 0 {
-		all := make([]int, len(classes))
-		for i := range all {
-			all[i] = i
-		}
-		return []Cluster{{Apps: all, Ways: ways}}, nil
-	}
-	var out []Cluster
-	nStr := 0
-	used := 0
-	if len(st) > 0 {
-		parts := min(p.MaxStreamingParts, ceilDiv(len(st), p.MaxStreamingPerPart))
-		used = parts * p.StreamingWays
-		if plus {
-			out = append(out, Cluster{Apps: append([]int(nil), st...), Ways: used})
-		} else {
-			r := ceilDiv(len(st), parts)
-			for k := 0; k < parts; k++ {
-				lo, hi := k*r, min((k+1)*r, len(st))
-				if lo < hi {
-					out = append(out, Cluster{Apps: append([]int(nil), st[lo:hi]...), Ways: p.StreamingWays})
-				}
-			}
-		}
-		nStr = len(out)
-	}
-	remaining := ways - used
-	if remaining < 1 {
-		return nil, fmt.Errorf("lfoc: the streaming partitions take all %d ways", ways)
-	}
-	if len(cs) > remaining {
-		byS := sortedByDesc(cs, func(i int) float64 { return curves[i].Slowdown[0] })
-		cs, ls = byS[:remaining], append(append([]int(nil), ls...), byS[remaining:]...)
-		sort.Ints(cs)
-	}
-	if plus && len(cs) > 1 {
-		out = append(out, PairClustering(cs, curves, remaining, p.T1Threshold)...)
-	} else {
-		sc := make([][]float64, len(cs))
-		for i, a := range cs {
-			sc[i] = curves[a].Slowdown
-		}
-		for i, w := range Lookahead(sc, remaining) {
-			out = append(out, Cluster{Apps: []int{cs[i]}, Ways: w})
-		}
-	}
-	li := 0
-	for k := 0; k < nStr; k++ {
-		room := p.MaxStreamingPerPart*out[k].Ways - len(out[k].Apps) + 1
-		if room <= 0 {
-			continue
-		}
-		take := min(room*p.LightPerStreaming, len(ls)-li)
-		out[k].Apps = append(out[k].Apps, ls[li:li+take]...)
-		li += take
-	}
-	for k := 0; li < len(ls); li, k = li+1, k+1 {
-		c := nStr + k%(len(out)-nStr)
-		out[c].Apps = append(out[c].Apps, ls[li])
-	}
-	return out, nil
+	var pl LFOCPlanner
+	return pl.Plan(plus, classes, curves, ways, p)
 }
 
 // InitialPartitioning is Algorithm 3 (the first step of pair clustering, seed001.md §1.5,
@@ -176,38 +94,7 @@ func LFOCClusters(plus bool, classes []Class, curves []AppCurves, ways int, p LF
 // i already received a way, no j is eligible, or the best cost exceeds threshold (0.07).
 // s are the slowdown curves, indexed by ways−1.
 func InitialPartitioning(s [][]float64, total int, threshold float64) []int {
-	n := len(s)
-	w := Lookahead(s, total)
-	at := func(i, ways int) float64 { return s[i][ways-1] }
-	extra := make([]bool, n)
-	for rep := 0; rep < n; rep++ {
-		i := 0
-		for k := 1; k < n; k++ {
-			if at(k, w[k]) > at(i, w[i]) {
-				i = k
-			}
-		}
-		if extra[i] || w[i]+1 > len(s[i]) {
-			return w
-		}
-		best, bj := math.Inf(1), -1
-		for j := 0; j < n; j++ {
-			if j == i || extra[j] || w[j] == 1 || at(j, w[j]-1) > at(i, w[i]) {
-				continue
-			}
-			c := (at(i, w[i]+1) - at(i, w[i])) + (at(j, w[j]-1) - at(j, w[j]))
-			if c < best {
-				best, bj = c, j
-			}
-		}
-		if bj < 0 || best > threshold {
-			return w
-		}
-		w[i]++
-		w[bj]--
-		extra[i] = true
-	}
-	return w
+	return initialPartitioning(make([]int, len(s)), make([]bool, len(s)), s, total, threshold)
 }
 
 // PairClustering is LFOC+'s Algorithm 2 (seed001.md §1.5, errata E3–E8) over the
@@ -230,142 +117,11 @@ func InitialPartitioning(s [][]float64, total int, threshold float64) []int {
 // each share), computed once per pair on first use, as the kernel memoises them. Beyond the code: once i gains a way its own 1-way pairs are dropped too,
 // since it no longer holds one way.
 func PairClustering(apps []int, curves []AppCurves, total int, threshold float64) []Cluster {
-	n := len(apps)
-	s := make([][]float64, n)
-	for i, a := range apps {
-		s[i] = curves[a].Slowdown
-	}
-	at := func(i, w int) float64 { return s[i][w-1] }
-	w := InitialPartitioning(s, total, threshold)
-	// Pair curves, computed on first use: pc[(i*n+j)*W + k−1] is i's slowdown when i and j
-	// (i < j) share k ways, pc[(j*n+i)*W + k−1] is j's.
-	W := len(s[0])
-	pc := make([]float64, n*n*W)
-	have := make([]bool, n*n)
-	shares := make([]float64, 2)
-	pair := func(i, j, ways int) (float64, float64) {
-		a, b := min(i, j), max(i, j)
-		if !have[a*n+b] {
-			have[a*n+b] = true
-			ca, cb := curves[apps[a]], curves[apps[b]]
-			oa, ob := (a*n+b)*W, (b*n+a)*W
-			perfmodel.SharesSteps(shares, [][]float64{ca.LLCMPKC, cb.LLCMPKC}, W, func(k int, f []float64) {
-				pc[oa+k-1] = profile.Interp(ca.Slowdown, f[0])
-				pc[ob+k-1] = profile.Interp(cb.Slowdown, f[1])
-			})
-		}
-		return pc[(i*n+j)*W+ways-1], pc[(j*n+i)*W+ways-1]
-	}
-	// partner[i] = j for merged pairs (−1 alone); w[i] = ways of i's cluster.
-	partner := make([]int, n)
-	for i := range partner {
-		partner[i] = -1
-	}
-	type snap struct {
-		partner []int
-		w       []int
-	}
-	var sols []snap
-	record := func() { sols = append(sols, snap{append([]int(nil), partner...), append([]int(nil), w...)}) }
-	record()
-	// cost1w[i*n+j] (i < j, valid when ok1w) is the extra slowdown of i and j sharing one way.
-	cost1w := make([]float64, n*n)
-	ok1w := make([]bool, n*n)
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			if w[i] == 1 && w[j] == 1 {
-				si, sj := pair(i, j, 1)
-				cost1w[i*n+j], ok1w[i*n+j] = (si+sj)-(at(i, 1)+at(j, 1)), true
-			}
-		}
-	}
-	drop := func(x int) {
-		for y := 0; y < n; y++ {
-			ok1w[min(x, y)*n+max(x, y)] = false
-		}
-	}
-	merged := make([]bool, n)
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
-	for _, i := range sortedByDesc(all, func(i int) float64 { return at(i, w[i]) }) {
-		if merged[i] {
-			continue
-		}
-		costT2, ba, bb := math.Inf(1), -1, -1
-		if w[i]+1 <= len(s[i]) {
-			best := math.Inf(1)
-			for a := 0; a < n; a++ {
-				for b := a + 1; b < n; b++ {
-					if ok1w[a*n+b] && a != i && b != i && cost1w[a*n+b] < best {
-						best, ba, bb = cost1w[a*n+b], a, b
-					}
-				}
-			}
-			if ba >= 0 {
-				costT2 = (at(i, w[i]+1) - at(i, w[i])) + best
-			}
-		}
-		if costT2 < 0 {
-			merged[ba], merged[bb] = true, true
-			partner[ba], partner[bb] = bb, ba
-			w[ba], w[bb] = 1, 1 // the pair shares one way; the other way goes to i
-			w[i]++
-			drop(ba)
-			drop(bb)
-			drop(i)
-			record()
-			continue
-		}
-		bestT3, bj := math.Inf(1), -1
-		for j := 0; j < n; j++ {
-			if j == i || merged[j] {
-				continue
-			}
-			si, sj := pair(i, j, w[i]+w[j])
-			if c := si + sj - at(i, w[i]) - at(j, w[j]); c < bestT3 {
-				bestT3, bj = c, j
-			}
-		}
-		if bestT3 < 0 {
-			merged[i], merged[bj] = true, true
-			partner[i], partner[bj] = bj, i
-			tw := w[i] + w[bj]
-			w[i], w[bj] = tw, tw
-			drop(i)
-			drop(bj)
-			record()
-		}
-	}
-	// Pick the fairest recorded solution, ties to the highest STP.
-	bestU, bestSTP, bi := math.Inf(1), math.Inf(-1), 0
-	for k, sn := range sols {
-		sd := make([]float64, n)
-		for i := 0; i < n; i++ {
-			if j := sn.partner[i]; j >= 0 {
-				sd[i], _ = pair(i, j, sn.w[i])
-			} else {
-				sd[i] = at(i, sn.w[i])
-			}
-		}
-		u, stp := metric.Unfairness(sd), metric.STP(sd)
-		if u < bestU || u == bestU && stp > bestSTP {
-			bestU, bestSTP, bi = u, stp, k
-		}
-	}
-	sn := sols[bi]
+	var pl LFOCPlanner
 	var out []Cluster
-	for i := 0; i < n; i++ {
-		j := sn.partner[i]
-		if j >= 0 && j < i {
-			continue
-		}
-		c := Cluster{Apps: []int{apps[i]}, Ways: sn.w[i]}
-		if j >= 0 {
-			c.Apps = append(c.Apps, apps[j])
-		}
-		out = append(out, c)
-	}
+	pl.pairClustering(apps, curves, total, threshold, func(w int) *Cluster {
+		out = append(out, Cluster{Ways: w})
+		return &out[len(out)-1]
+	})
 	return out
 }

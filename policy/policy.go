@@ -3,8 +3,8 @@ package policy
 import (
 	"fmt"
 	"math/bits"
-	"sort"
 	"strings"
+	"time"
 
 	"colo/machine"
 	"colo/perfmodel"
@@ -29,6 +29,9 @@ type Options struct {
 	Jobs int
 	// Progress, when set, is called by long searches with work done and total (any unit).
 	Progress func(done, total int64)
+	// TimeLimit, when positive, stops the exact clustering search after that long with its
+	// best solution so far and the proven optimality gap (Solution.Gap).
+	TimeLimit time.Duration
 }
 
 // DefaultOptions are the paper's thresholds (Table 1, LLCMPKC ≥ 10) and LFOC+ constants.
@@ -50,6 +53,10 @@ type Solution struct {
 	// Nodes is the number of candidate (partial) solutions a search explored; 1 for a
 	// heuristic.
 	Nodes int64
+	// Gap is the proven relative optimality gap of a search stopped by its time limit:
+	// (bound − incumbent)/incumbent for STP, (incumbent − bound)/incumbent for
+	// unfairness, over what the search did not finish; 0 when the solution is optimal.
+	Gap float64
 }
 
 // AppMasks returns the mask of every application (n applications).
@@ -238,8 +245,12 @@ func Equal(in Input, _ Options) (*Solution, error) {
 // then handed out evenly, the remainder one each to the first applications. It needs
 // len(curves) ≤ total.
 func Lookahead(curves [][]float64, total int) []int {
+	return lookaheadInto(make([]int, len(curves)), curves, total)
+}
+
+// lookaheadInto is Lookahead into w (len(curves)).
+func lookaheadInto(w []int, curves [][]float64, total int) []int {
 	n := len(curves)
-	w := make([]int, n)
 	for i := range w {
 		w[i] = 1
 	}
@@ -298,10 +309,3 @@ func UCPSlowdown(in Input, _ Options) (*Solution, error) {
 }
 
 func popcount(m uint64) int { return bits.OnesCount64(m) }
-
-// sortedByDesc returns idx sorted by descending key (stable: ties keep idx order).
-func sortedByDesc(idx []int, key func(int) float64) []int {
-	out := append([]int(nil), idx...)
-	sort.SliceStable(out, func(a, b int) bool { return key(out[a]) > key(out[b]) })
-	return out
-}

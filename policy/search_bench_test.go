@@ -78,11 +78,32 @@ func BenchmarkOptcStalls(b *testing.B) {
 	}
 }
 
-// BenchmarkLFOCPlus20 is the LFOC+ decision for 20 applications (kernel: 7.17 µs).
+// BenchmarkLFOCPlus20 is the online LFOC+ decision for 20 applications (kernel: 7.17 µs):
+// the planner the controller keeps, its pair curves cached since the last re-sampling.
 func BenchmarkLFOCPlus20(b *testing.B) {
 	in := benchInput(b, 20)
 	cls := ClassifyAll(in.Apps, PaperThresholds())
 	cv := CurvesOf(in.Apps)
+	var p LFOCPlanner
+	if _, err := p.Plan(true, cls, cv, 11, DefaultLFOCParams()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Plan(true, cls, cv, 11, DefaultLFOCParams()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLFOCPlus20Cold is the same decision from scratch (policy.LFOCPlus: nothing cached).
+func BenchmarkLFOCPlus20Cold(b *testing.B) {
+	in := benchInput(b, 20)
+	cls := ClassifyAll(in.Apps, PaperThresholds())
+	cv := CurvesOf(in.Apps)
+	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := LFOCPlus(cls, cv, 11, DefaultLFOCParams()); err != nil {
 			b.Fatal(err)

@@ -85,12 +85,18 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 		{6, perfmodel.Options{}}, {7, perfmodel.Options{}},
 		{3, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 20000}}, {4, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}},
 		{5, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 25000}}, {5, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 12000}},
-		{6, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}}, {7, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 25000}}}
+		{6, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}}, {7, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 25000}},
+		{6, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 15000}}, {7, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 20000}},
+		{7, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 30000}}}
 	if !testing.Short() {
 		cases = append(cases, tc{8, perfmodel.Options{}})
 	}
-	for _, c := range cases {
+	for ci, c := range cases {
 		in := Input{Machine: m, Apps: randomWorkload(rng, set, c.n), Model: c.model}
+		if ci%3 == 2 { // identical applications: symmetry breaking
+			in.Apps[c.n-1] = in.Apps[0]
+			in.Apps[c.n/2] = in.Apps[1]
+		}
 		names := make([]string, c.n)
 		for i, a := range in.Apps {
 			names[i] = a.Name
@@ -158,18 +164,21 @@ func TestSearchRefusesHugeWorkloads(t *testing.T) {
 	}
 }
 
-// bandwidthBounds must bracket the true factor of every application in every allocation:
-// lowF(i, share) ≤ F_i ≤ highF(i, share) ≤ hiMax(i) (random clusterings of random
-// workloads, seeded).
+// busBounds must bracket the true factor of every application in every allocation:
+// lowFactor(P_0) ≤ F_i ≤ highFactor ≤ hiMax(i), and at every pressure level whose additive
+// test the allocation passes, lowFactor(P_l) ≤ F_i (random clusterings of random
+// workloads, all three models, seeded).
 func TestBandwidthBoundsBracket(t *testing.T) {
 	set, _ := profile.Default()
 	rng := rand.New(rand.NewSource(99))
 	m := skx(t)
-	for trial := 0; trial < 200; trial++ {
-		n := 2 + rng.Intn(9)
+	checked := 0
+	for trial := 0; trial < 600; trial++ {
+		n := 2 + rng.Intn(12)
 		apps := randomWorkload(rng, set, n)
-		model := perfmodel.Options{BW: []perfmodel.BWModel{perfmodel.Morad, perfmodel.Stalls}[trial%2], MaxBW: 15000 + float64(rng.Intn(30000))}
-		lowF, highF, hiMax := bandwidthBounds(apps, model)
+		model := perfmodel.Options{BW: []perfmodel.BWModel{perfmodel.Morad, perfmodel.Stalls, perfmodel.Simple}[trial%3], MaxBW: 10000 + float64(rng.Intn(30000))}
+		b := newBusBounds(apps, model)
+		b.addLevels(8)
 		// random clustering with at most 11 clusters and a random composition of 11 ways
 		k := 1 + rng.Intn(min(n, m.LLC.Ways))
 		groups := make([][]int, k)
@@ -195,11 +204,30 @@ func TestBandwidthBoundsBracket(t *testing.T) {
 		if err != nil {
 			continue // a demand above the limit: refused, nothing to bound
 		}
-		for i, a := range r.Apps {
-			lo, hi := lowF(i, a.Share), highF(i, a.Share)
-			if lo > a.BWFactor+1e-12 || a.BWFactor > hi || hi > hiMax(i) {
-				t.Fatalf("trial %d %s app %d: factor %v outside [%v, %v] (max %v)", trial, model.BW, i, a.BWFactor, lo, hi, hiMax(i))
+		for l := range b.P {
+			if l > 0 {
+				q := 0.0
+				for _, a := range r.Apps {
+					q += b.q(l, a.BandwidthMBps)
+				}
+				if q < b.thr(l) {
+					continue
+				}
+			}
+			for i, a := range r.Apps {
+				if lo := b.lowFactor(b.P[l], &a); lo > a.BWFactor*(1+1e-12) {
+					t.Fatalf("trial %d %s app %d level %d (P %v): factor %v below the bound %v", trial, model.BW, i, l, b.P[l], a.BWFactor, lo)
+				}
+				checked++
 			}
 		}
+		for i, a := range r.Apps {
+			if hi := b.highFactor(&a); a.BWFactor > hi || hi > b.hiMax(i) {
+				t.Fatalf("trial %d %s app %d: factor %v above %v (max %v)", trial, model.BW, i, a.BWFactor, hi, b.hiMax(i))
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Errorf("only %d factor checks", checked)
 	}
 }

@@ -6,25 +6,32 @@ package probe
 // write, syscall/futex, prefetch/stream); the target's IPC, IPCE and stalled-cycle share
 // are sampled every 50 ms, trimmed, and turned into ς ∈ [0,1]^5 per metric.
 //
-// SensitivityProbe is a pure state machine (segments, samples, result); ProbeSim drives it
-// on the simulated machine; DriveSensitivity drives it on a real host through the
-// Neighbour and Sampler interfaces, which package probe/dockerprobe implements with Docker
-// containers running `colo stress KIND` and perf counters of the target's cgroup.
+// SensitivityProbe is a pure state machine (segments, samples, result) and
+// DriveSensitivity its one driver, through the Neighbour and Sampler interfaces and the
+// caller's clock: package probe/dockerprobe implements them with Docker containers running
+// `colo stress KIND` and perf counters of the target's cgroup, package probe/simprobe with
+// analytic stressors on the simulated machine.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"colo/cbm"
 	"colo/metric"
-	"colo/sim"
-	"colo/stress"
+)
+
+// The thesis's five stressors (Table 4.2), named as `colo stress` names its kinds
+// (stress.ThesisStressors; probe/simprobe's tests check that the two agree).
+const (
+	StressLLC      = "llc"
+	StressMemRead  = "mem-read"
+	StressMemWrite = "mem-write"
+	StressSyscall  = "syscall"
+	StressPrefetch = "prefetch"
 )
 
 // Stressors is the segment order after the idle baseline (thesis Table 4.2).
-var Stressors = stress.ThesisStressors
+var Stressors = []string{StressLLC, StressMemRead, StressMemWrite, StressSyscall, StressPrefetch}
 
 // SensitivityConfig is the probe block of the thesis's benchmark YAML (Listing 4.17:
 // default_t 12 s, 50 ms sampling, cooldown_t) plus the isolated partition.
@@ -225,121 +232,6 @@ func (c *Cooldown) Done(target string, now time.Duration) {
 	c.last[target] = now
 }
 
-// SimStressor is the simulated neighbour for a stressor on machine profile with an LLC of
-// llcBytes: analytic models of the thesis's stress-ng commands (Table 4.2).
-//
-//	llc: --cache, random read-modify-writes over an LLC-sized buffer (APKI 60, MLP 4,
-//	     dirty lines: 128 B per miss);
-//	mem-read: --memrate reads over 500 MB, sequential (APKI 62, prefetched MLP 10);
-//	mem-write: --memrate write64nt over 500 MB, sequential (non-temporal stores do not keep
-//	     lines; the model cannot express that, so it also claims LLC like mem-read);
-//	syscall: --futex, kernel work on a small footprint (the futex hash table is not
-//	     modelled: expect ς ≈ 0 on sim);
-//	prefetch: --stream with huge pages, triad over 4 × LLC (3 streams: 96 B per miss).
-func SimStressor(kind string, llcBytes int64) (sim.Workload, error) {
-	var a *sim.Analytic
-	switch kind {
-	case stress.KindLLC:
-		a = &sim.Analytic{WorkingSetBytes: llcBytes, Pattern: sim.Random, PageBytes: sim.Page4K,
-			BaseCPI: 0.6, BaseStallFrac: 0.1, APKI: 60, MLP: 4, BytesPerMiss: 128, Loads: 0.4}
-	case stress.KindMemRead:
-		a = &sim.Analytic{WorkingSetBytes: 500 << 20, Pattern: sim.Sequential, PageBytes: sim.Page4K,
-			BaseCPI: 0.5, BaseStallFrac: 0.05, APKI: 62, MLP: 10, BytesPerMiss: 64, Loads: 0.5}
-	case stress.KindMemWrite:
-		a = &sim.Analytic{WorkingSetBytes: 500 << 20, Pattern: sim.Sequential, PageBytes: sim.Page4K,
-			BaseCPI: 0.5, BaseStallFrac: 0.05, APKI: 62, MLP: 10, BytesPerMiss: 64, Loads: 0.05}
-	case stress.KindSyscall:
-		a = &sim.Analytic{WorkingSetBytes: 64 << 10, Pattern: sim.Random, PageBytes: sim.Page4K,
-			BaseCPI: 1.5, BaseStallFrac: 0.2, APKI: 0.5, MLP: 1, Loads: 0.3}
-	case stress.KindPrefetch:
-		a = &sim.Analytic{WorkingSetBytes: 4 * llcBytes, Pattern: sim.Sequential, PageBytes: sim.Page2M,
-			BaseCPI: 0.5, BaseStallFrac: 0.05, APKI: 62, MLP: 10, BytesPerMiss: 96, Loads: 0.4}
-	default:
-		return sim.Workload{}, fmt.Errorf("no simulated stressor %q: use one of %v", kind, Stressors)
-	}
-	a.Label = "stressor-" + kind
-	return sim.Single(a, 1), nil
-}
-
-// ProbeSim runs the sensitivity probe of workload target (in CLOS targetCLOS) on the
-// simulated machine m, with the neighbour on neighbourCores and, when cfg.Isolated, both in
-// CLOS partition with cfg.Ways ways (the lowest) and cfg.MBA percent on every domain. The
-// partition CLOS and the target's class are restored afterwards; the neighbour is removed.
-// It advances m's virtual clock by cfg.DefaultT.
-func ProbeSim(m *sim.Machine, target sim.ID, targetCLOS int, neighbourCores []int, partition int, cfg SensitivityConfig) (SensitivityResult, error) {
-	p, err := NewSensitivityProbe(cfg)
-	if err != nil {
-		return SensitivityResult{}, err
-	}
-	prof := m.Profile()
-	if cfg.Isolated {
-		if cfg.Ways > prof.LLC.Ways {
-			return SensitivityResult{}, fmt.Errorf("sensitivity probe: %d ways exceed the machine's %d", cfg.Ways, prof.LLC.Ways)
-		}
-		oldMasks, oldMBA := m.CLOS(partition)
-		masks, mba := make([]uint64, len(oldMasks)), make([]int, len(oldMBA))
-		for i := range masks {
-			masks[i] = uint64(cbm.Full(cfg.Ways))
-		}
-		for i := range mba {
-			mba[i] = cfg.MBA
-		}
-		if err := m.SetCLOS(partition, masks, mba); err != nil {
-			return SensitivityResult{}, fmt.Errorf("sensitivity probe: partition: %w", err)
-		}
-		defer m.SetCLOS(partition, oldMasks, oldMBA)
-		if err := m.Assign(target, partition); err != nil {
-			return SensitivityResult{}, err
-		}
-		defer m.Assign(target, targetCLOS)
-	}
-	seg, step := cfg.SegmentTime(), cfg.Frequency
-	for {
-		_, kind, done := p.Segment()
-		if done {
-			break
-		}
-		var nb sim.ID = -1
-		if kind != "" {
-			w, err := SimStressor(kind, prof.LLC.SizeBytes)
-			if err != nil {
-				return SensitivityResult{}, err
-			}
-			if nb, err = m.AddWorkload(w, neighbourCores); err != nil {
-				return SensitivityResult{}, fmt.Errorf("sensitivity probe: neighbour on cores %v: %w", neighbourCores, err)
-			}
-			if cfg.Isolated {
-				if err := m.Assign(nb, partition); err != nil {
-					m.RemoveWorkload(nb)
-					return SensitivityResult{}, err
-				}
-			}
-		}
-		for t := time.Duration(0); t+step <= seg; t += step {
-			found := false
-			for _, c := range m.Step(step) {
-				if c.ID == target {
-					p.Add(CounterSample{Instructions: float64(c.Instructions), Cycles: float64(c.Cycles), StallCycles: float64(c.StallCycles)})
-					found = true
-				}
-			}
-			if !found {
-				if nb >= 0 {
-					m.RemoveWorkload(nb)
-				}
-				return SensitivityResult{}, errors.New("sensitivity probe: the target is not running on the simulated machine")
-			}
-		}
-		if nb >= 0 {
-			if err := m.RemoveWorkload(nb); err != nil {
-				return SensitivityResult{}, err
-			}
-		}
-		p.Next()
-	}
-	return p.Result()
-}
-
 // Neighbour runs the probe's neighbour on a real platform: Start begins a stressor (kind
 // from Stressors) next to the target and returns a stop function; the idle baseline starts
 // nothing. A Docker implementation runs `colo stress KIND` (or `colo stress KIND
@@ -354,11 +246,14 @@ type Sampler interface {
 	Sample() (CounterSample, error)
 }
 
-// DriveSensitivity runs the probe on a real platform: per segment it starts the neighbour's
-// stressor (none for the baseline), discards one interval of samples while it ramps up,
-// then samples every cfg.Frequency for the rest of the segment, and stops it. wait blocks
-// for a duration or until ctx is done (the caller's clock: time.After on Linux, a virtual
-// clock in tests). Isolation (the partition) is the caller's: set it before, restore after.
+// DriveSensitivity runs the probe: per segment it starts the neighbour's stressor (none
+// for the baseline), samples the target every cfg.Frequency for the segment's time, and
+// stops it. Every sample counts: the thesis samples every 50 ms and removes outliers by
+// trimming (3 highest and 3 lowest above 30 samples, seed000.md §2.6 [repo]); it discards
+// no ramp-up interval, and the interval straddling the stressor's start is what the
+// trimming takes out. wait blocks for a duration or until ctx is done (the caller's
+// clock: time.After on Linux, the simulated machine's steps on sim, a fake in tests).
+// Isolation (the partition) is the caller's: set it before, restore after.
 func DriveSensitivity(ctx context.Context, cfg SensitivityConfig, nb Neighbour, s Sampler, wait func(context.Context, time.Duration) error) (SensitivityResult, error) {
 	p, err := NewSensitivityProbe(cfg)
 	if err != nil {
@@ -385,9 +280,7 @@ func DriveSensitivity(ctx context.Context, cfg SensitivityConfig, nb Neighbour, 
 				if err != nil {
 					return err
 				}
-				if i > 0 || n == 1 { // the first interval straddles the stressor's start
-					p.Add(c)
-				}
+				p.Add(c)
 			}
 			return nil
 		}()

@@ -105,4 +105,13 @@ if [[ ! -x "$BIN/kwok" ]]; then
   log "built kwok in $(( $(date +%s) - t0 ))s"
 fi
 
+# kwok needs stages; the fast node and pod stages ship in its module.
+if [[ ! -f "$BIN/kwok-stages.yaml" ]]; then
+  dir=$(cd "$ROOT/src/etcd" && go mod download -json "sigs.k8s.io/kwok@v$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  for f in node/fast/node-initialize.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    cat "$dir/kustomize/stage/$f"; echo "---"
+  done > "$BIN/kwok-stages.yaml.tmp"
+  mv "$BIN/kwok-stages.yaml.tmp" "$BIN/kwok-stages.yaml"
+fi
+
 log "all binaries present in $BIN"

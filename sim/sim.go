@@ -799,43 +799,21 @@ func (m *Machine) noise() float64 {
 	return math.Max(0, 1+m.o.Noise*m.rng.NormFloat64())
 }
 
-// bus applies the bandwidth model to the workloads whose memory is on one socket.
-// If the model cannot share the demands out (perfmodel reports an error when one demand
-// reaches the limit, or the simple rule breaks down), every workload is slowed by the
-// oversubscription Σb/B.
+// bus applies the bandwidth model to the workloads whose memory is on one socket:
+// perfmodel.ContendedFactors, the factors colo eval computes, and outside the model's
+// domain (one demand at the limit, the simple rule breaking down) the saturated bus.
 func (m *Machine) bus(ws []*workload) {
 	n := len(ws)
 	if n == 0 {
 		return
 	}
 	dem, T, M, F := m.busD[:n], m.busT[:n], m.busM[:n], m.busF[:n]
-	sum := 0.0
 	for i, w := range ws {
 		dem[i], T[i], M[i] = w.demand, w.stTm, w.stMm
-		sum += w.demand
 	}
-	var err error
-	switch m.o.BWModel {
-	case perfmodel.None:
-		for i := range F {
-			F[i] = 1
-		}
-	case perfmodel.Simple:
-		_, err = perfmodel.SimpleFactors(F, dem, m.busLimit)
-	case perfmodel.Morad, perfmodel.Stalls:
-		_, err = perfmodel.MoradFactors(F, dem, m.busLimit)
-		if err == nil && m.o.BWModel == perfmodel.Stalls {
-			for i := range F {
-				F[i] = perfmodel.StallsFactor(F[i], T[i], M[i])
-			}
-		}
-	}
+	F, _ = perfmodel.ContendedFactors(F, m.o.BWModel, dem, T, M, m.busLimit)
 	for i, w := range ws {
-		if err != nil {
-			w.busF = math.Max(1, sum/m.busLimit)
-		} else {
-			w.busF = math.Max(1, F[i])
-		}
+		w.busF = math.Max(1, F[i])
 	}
 }
 

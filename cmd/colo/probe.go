@@ -13,6 +13,7 @@ import (
 	"colo/machine"
 	"colo/probe"
 	"colo/probe/dockerprobe"
+	"colo/probe/simprobe"
 	"colo/runtime/docker"
 	"colo/sim"
 )
@@ -100,7 +101,7 @@ without it there is no isolation.`,
 					return err
 				}
 				m.Step(warmup)
-				r, err := probe.ProbeSim(m, id, 0, []int{1}, 1, cfg)
+				r, err := simprobe.Probe(m, id, 0, []int{1}, 1, cfg)
 				if err != nil {
 					return err
 				}

@@ -54,8 +54,8 @@ type State struct {
 	Source        string    `json:"source,omitempty"` // where the residents' profiles came from
 	// DialsMB is the dial grid (MB of the source of interference) shared by every
 	// resident's Slowdown curve; it ascends and starts at 0 (isolation).
-	DialsMB   []float64  `json:"dialsMB"`
-	Residents []Resident `json:"residents"`
+	DialsMB   []float64  `json:"dialsMB,omitempty"`
+	Residents []Resident `json:"residents,omitempty"`
 	Sockets   []Socket   `json:"sockets,omitempty"`
 }
 

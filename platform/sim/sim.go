@@ -54,6 +54,9 @@ type Platform struct {
 	placed map[string]plan.Placement // per tenant, where the planner put it
 	notes  []string
 	gen    uint64 // emulator generation last mirrored
+
+	budget    []sched.CLOSBudget // CLOSBudget at emulator generation budgetGen
+	budgetGen uint64
 }
 
 type job struct {
@@ -285,11 +288,15 @@ func (p *Platform) planInput() (plan.Input, error) {
 // CLOSBudget implements bench.CLOSBudgeter: per socket, how many control groups the
 // run may hold and the ways other agents claim (none on the private emulated mount).
 func (p *Platform) CLOSBudget() []sched.CLOSBudget {
+	if g := p.emu.Generation(); p.budget != nil && g == p.budgetGen {
+		return p.budget // the private mount did not change
+	}
 	in, err := p.planInput()
 	if err != nil {
 		return nil
 	}
-	return budgets(plan.Budgets(in))
+	p.budget, p.budgetGen = budgets(plan.Budgets(in)), p.emu.Generation()
+	return p.budget
 }
 
 func budgets(bs []plan.Budget) []sched.CLOSBudget {
@@ -383,13 +390,7 @@ func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
 	if !ok {
 		return bench.AllocationReading{}, fmt.Errorf("job %d is not running", id)
 	}
-	g, err := p.rc.TaskGroup(jb.pid)
-	if err != nil {
-		return bench.AllocationReading{}, err
-	}
-	if ctrl, _, err := resctrl.SplitGroup(g); err == nil {
-		g = ctrl
-	}
+	g, _ := p.emu.TaskGroup(jb.pid) // the task's CLOSID as the emulated kernel holds it
 	if g == "" {
 		return bench.AllocationReading{}, nil
 	}

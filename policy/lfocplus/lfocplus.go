@@ -68,7 +68,9 @@ type Options struct {
 	// Thresholds classify the sampled curves (LFOC+ Table 1); Params are LFOC+'s constants.
 	Thresholds policy.Thresholds
 	Params     policy.LFOCParams
-	// Partition is the partitioning algorithm (policy.LFOCPlus by default; LFOC for comparison).
+	// Partition is the partitioning algorithm; nil (the default) is LFOC+ (policy.LFOCPlus)
+	// through the controller's own policy.LFOCPlanner, which allocates nothing per decision
+	// and keeps the pair curves until an application is re-sampled. Set it for LFOC.
 	Partition func(classes []policy.Class, curves []policy.AppCurves, ways int, p policy.LFOCParams) ([]policy.Cluster, error)
 }
 
@@ -84,7 +86,6 @@ func DefaultOptions(ways int, bytesPerWay float64) Options {
 		PhaseWindow: 4,
 		Thresholds:  policy.PaperThresholds(),
 		Params:      policy.DefaultLFOCParams(),
-		Partition:   policy.LFOCPlus,
 	}
 }
 
@@ -118,9 +119,6 @@ func (o Options) Validate() error {
 	}
 	if err := o.Thresholds.Validate(); err != nil {
 		errs = append(errs, err)
-	}
-	if o.Partition == nil {
-		bad("no partitioning algorithm")
 	}
 	return errors.Join(errs...)
 }
@@ -220,6 +218,12 @@ type Controller struct {
 	SamplingActivations int
 	// Partitionings counts runs of the partitioning algorithm.
 	Partitionings int
+	// decision buffers: the planner, classes and curves of the last decision, and the
+	// curves of applications not sampled yet (flat).
+	plan    policy.LFOCPlanner
+	classes []policy.Class
+	curves  []policy.AppCurves
+	flat    policy.AppCurves
 }
 
 // New validates the options.
@@ -554,22 +558,30 @@ func (c *Controller) clusters() ([][]string, []int, error) {
 	if len(c.ids) == 0 {
 		return nil, nil, nil
 	}
-	classes := make([]policy.Class, len(c.ids))
-	curves := make([]policy.AppCurves, len(c.ids))
-	for i, id := range c.ids {
-		a := c.apps[id]
-		classes[i] = a.class
-		if a.slow != nil {
-			curves[i] = policy.AppCurves{Slowdown: a.slow, LLCMPKC: a.mpkc}
-		} else {
-			flat := make([]float64, c.opt.Ways)
-			for k := range flat {
-				flat[k] = 1
-			}
-			curves[i] = policy.AppCurves{Slowdown: flat, LLCMPKC: make([]float64, c.opt.Ways)}
+	if c.flat.Slowdown == nil {
+		c.flat = policy.AppCurves{Slowdown: make([]float64, c.opt.Ways), LLCMPKC: make([]float64, c.opt.Ways)}
+		for k := range c.flat.Slowdown {
+			c.flat.Slowdown[k] = 1
 		}
 	}
-	cl, err := c.opt.Partition(classes, curves, c.opt.Ways, c.opt.Params)
+	classes, curves := c.classes[:0], c.curves[:0]
+	for _, id := range c.ids {
+		a := c.apps[id]
+		classes = append(classes, a.class)
+		if a.slow != nil {
+			curves = append(curves, policy.AppCurves{Slowdown: a.slow, LLCMPKC: a.mpkc})
+		} else {
+			curves = append(curves, c.flat)
+		}
+	}
+	c.classes, c.curves = classes, curves
+	var cl []policy.Cluster
+	var err error
+	if c.opt.Partition == nil {
+		cl, err = c.plan.Plan(true, classes, curves, c.opt.Ways, c.opt.Params)
+	} else {
+		cl, err = c.opt.Partition(classes, curves, c.opt.Ways, c.opt.Params)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

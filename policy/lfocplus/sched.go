@@ -48,7 +48,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		if k == "partition" {
 			switch v {
 			case "lfoc+":
-				opt.Partition = policy.LFOCPlus
+				opt.Partition = nil // LFOC+ through the controller's planner
 			case "lfoc":
 				opt.Partition = func(c []policy.Class, cu []policy.AppCurves, w int, p policy.LFOCParams) ([]policy.Cluster, error) {
 					return policy.LFOCClusters(false, c, cu, w, p)

@@ -1,0 +1,52 @@
+// Package importgraph holds the test of colo's import graph: the pure core (schedulers,
+// policies, the probe and prediction models, metrics, the performance model, mask
+// arithmetic) never imports I/O — the simulator, stressors, container runtimes,
+// platforms, perf counters, the store or the resctrl client — so that the same decision
+// code runs on the simulated twin and on a real host (DESIGN.md: pure core, thin shell).
+package importgraph
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// pure are the core packages (a trailing /... takes the subpackages too).
+var pure = []string{"colo/sched", "colo/policy/...", "colo/probe", "colo/predict", "colo/metric", "colo/perfmodel", "colo/cbm"}
+
+// io are the packages the core must not reach, directly or not (with subpackages).
+var io = []string{"colo/sim", "colo/stress", "colo/runtime", "colo/platform", "colo/perf", "colo/store", "colo/resctrl",
+	"colo/bench", "colo/sink", "colo/report", "colo/cmd"}
+
+func under(pkg, root string) bool { return pkg == root || strings.HasPrefix(pkg, root+"/") }
+
+func TestPureCoreImportsNoIO(t *testing.T) {
+	args := append([]string{"list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}"}, pure...)
+	out, err := exec.Command("go", args...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		pkg, deps := f[0], f[1:]
+		seen++
+		for _, d := range deps {
+			for _, bad := range io {
+				if under(d, bad) {
+					t.Errorf("%s imports %s (through its dependencies): the pure core must not reach %s", pkg, d, bad)
+				}
+			}
+			if pkg == "colo/cbm" && strings.HasPrefix(d, "colo/") {
+				t.Errorf("colo/cbm is a leaf but imports %s", d)
+			}
+		}
+	}
+	if seen < len(pure) {
+		t.Fatalf("go list listed %d packages for %v", seen, pure)
+	}
+}
