@@ -60,7 +60,7 @@ var jsonRuns = []struct {
 	{"colo resctrl ls", []string{"resctrl", "--root", "ROOT", "ls", "--json"}},
 	{"colo resctrl show", []string{"resctrl", "--root", "ROOT", "show", "colo.json", "--json"}},
 	{"colo resctrl mon", []string{"resctrl", "--root", "ROOT", "mon", "colo.json", "--json"}},
-	{"colo resctrl reconcile", []string{"resctrl", "--root", "ROOT", "reconcile", "--keep", "colo.json", "--json"}},
+	{"colo resctrl reconcile", []string{"resctrl", "--root", "ROOT", "reconcile", "--json"}},
 }
 
 // leaves lists every runnable command by its full path ("colo machine list").

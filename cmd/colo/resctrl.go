@@ -249,7 +249,7 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 			if err := prepareMount(mountDir, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			e, err := emu.New(p, emu.Options{})
+			e, err := emu.New(p, emu.Options{PIDExists: emu.HostPIDExists})
 			if err != nil {
 				return badInput(err)
 			}

@@ -22,7 +22,9 @@ package emu
 
 import (
 	"fmt"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -115,6 +117,17 @@ type core struct {
 }
 
 // New builds an emulator freshly mounted with profile p.
+// HostPIDExists is Options.PIDExists for an emulator serving this host's processes (a
+// FUSE mount used by real colo runs): a task exists when /proc has it, so a write of a
+// PID that does not exist fails with ESRCH and "No task N", as the kernel's does.
+func HostPIDExists(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
 func New(p *Profile, opts Options) (*Emulator, error) {
 	if p == nil {
 		return nil, fmt.Errorf("emu: nil profile")

@@ -1,8 +1,11 @@
 package emu
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"syscall"
 	"testing"
 )
 
@@ -137,4 +140,35 @@ func FuzzOperations(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Issue #13: on an emulator serving this host (colo resctrl emulate), a task write of a
+// PID that does not exist fails as the kernel's: ESRCH, "No task N" in last_cmd_status,
+// nothing moved.
+func TestNoSuchTask(t *testing.T) {
+	e, err := NewNamed("intel", Options{PIDExists: HostPIDExists})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Mkdir("g"); err != nil {
+		t.Fatal(err)
+	}
+	const gone = 1 << 22 // above the default pid_max (4194304 is the 64-bit limit)
+	before := e.State()
+	err = e.WriteFile("g/tasks", []byte(fmt.Sprintf("%d\n", gone)))
+	if !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("write of a missing PID: %v, want ESRCH", err)
+	}
+	st, _ := e.ReadFile("info/last_cmd_status")
+	// the kernel's rdtgroup_tasks_write adds its own line after rdtgroup_move_task's
+	if want := fmt.Sprintf("No task %d\nError while processing task %d\n", gone, gone); string(st) != want {
+		t.Errorf("last_cmd_status %q, want %q", st, want)
+	}
+	if !reflect.DeepEqual(before, e.State()) {
+		t.Error("the failed write changed the groups")
+	}
+	// an existing task (this process) moves
+	if err := e.WriteFile("g/tasks", []byte(fmt.Sprintf("%d\n", os.Getpid()))); err != nil {
+		t.Fatalf("moving this process: %v", err)
+	}
 }
