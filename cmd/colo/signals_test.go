@@ -328,7 +328,7 @@ func TestKill9ThenCleanup(t *testing.T) {
 		lost := killed.Sub(start) - last
 		worst = max(worst, lost)
 		t.Logf("kill %d: %d samples kept, the last at %v, killed at ≤ %v: ≤ %.2f s lost", i, n, last, killed.Sub(start).Round(time.Millisecond), lost.Seconds())
-		if n == 0 || lost > 3*time.Second {
+		if n == 0 || lost > 4*time.Second { // an upper bound that includes the platform's start
 			t.Errorf("kill %d: %d samples kept, up to %.2f s lost", i, n, lost.Seconds())
 		}
 		if out, err := runColo(t, "cleanup", "--state-dir", e.state); err != nil {
