@@ -143,7 +143,7 @@ func TestChromium(t *testing.T) {
 	chartsJSON, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(Array.from(document.querySelectorAll('figure.chart')).map(function(f){
 			var g=f.querySelector('[data-points]');
 			return {kind:f.dataset.chart, points: g?parseInt(g.getAttribute('data-points')):0,
-			        marks: f.querySelectorAll('path.series[d^="M"], rect.cbm, rect.probe, line.event, circle.point').length};
+			        marks: f.querySelectorAll('path.series[d^="M"], rect.cbm, rect.probe, line.event, circle.point, rect.ways').length};
 		}))`))
 	if err != nil {
 		t.Fatal(err)
@@ -232,9 +232,11 @@ func TestChromium(t *testing.T) {
 		}
 	}
 	// 2 schedulers × 5 metrics; bitmask panels for 2 sockets of the dynamic run; lanes for
-	// both; one CDF; one scatter.
+	// both; one CDF; one scatter; the ways per application of the 3 workloads; the
+	// schedulers overlaid per metric and in running jobs.
 	want := map[string]int{"series-ipc": 2, "series-ipce": 2, "series-stalled": 2, "series-occupancy": 2, "series-bandwidth": 2,
-		"bitmask": 2, "lanes": 2, "cdf": 1, "scatter": 1}
+		"bitmask": 2, "lanes": 2, "cdf": 1, "scatter": 1, "ways": 3,
+		"overlay-ipc": 1, "overlay-ipce": 1, "overlay-stalled": 1, "overlay-occupancy": 1, "overlay-bandwidth": 1, "overlay-running": 1}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d %s charts, want %d (all: %v)", kinds[k], k, n, kinds)

@@ -80,27 +80,31 @@ func (js *jobSeries) mean(m, b int) float64 {
 
 // runData is everything the report draws for one scheduler run.
 type runData struct {
-	dir      string // run directory label
-	run      store.Run
-	label    string // scheduler, or "dir: scheduler" when several directories are compared
-	jobs     []store.Job
-	job      map[int]store.Job
-	sum      store.Summary
-	hasSum   bool
-	allocs   []store.Allocation
-	events   []store.Event
-	probes   []store.ProbeSegment
-	parts    []store.PartitionResult
-	nSamples int64
-	tMax     float64 // seconds
-	bucket   float64 // seconds per bucket
-	nBuckets int
-	series   map[int]*jobSeries
-	avail    [nMetrics]bool
-	meanIPCE map[int]float64 // time-weighted mean IPCE (percent) per job
-	overTgt  map[int]float64 // time over target per priority job with a target
-	ways     int
-	sockets  int
+	dir       string // run directory label
+	run       store.Run
+	label     string // scheduler, or "dir: scheduler" when several directories are compared
+	jobs      []store.Job
+	job       map[int]store.Job
+	sum       store.Summary
+	hasSum    bool
+	allocs    []store.Allocation
+	events    []store.Event
+	probes    []store.ProbeSegment
+	parts     []store.PartitionResult
+	nSamples  int64
+	tMax      float64 // seconds
+	bucket    float64 // seconds per bucket
+	nBuckets  int
+	series    map[int]*jobSeries
+	avail     [nMetrics]bool
+	nonzero   [nMetrics]bool  // some sample of the metric is not 0
+	platform  string          // the manifest's platform (sim, linux)
+	color     string          // the scheduler's colour, the same in every chart
+	nameCount map[string]int  // jobs per name (uniqueName)
+	meanIPCE  map[int]float64 // time-weighted mean IPCE (percent) per job
+	overTgt   map[int]float64 // time over target per priority job with a target
+	ways      int
+	sockets   int
 }
 
 // maxBuckets bounds the points per series: enough for the chart width, few enough that a
@@ -129,7 +133,7 @@ func loadDir(dir string, label bool) ([]*runData, store.Manifest, []string, erro
 	var out []*runData
 	for _, r := range runs {
 		d := &runData{dir: dir, run: r, label: r.Scheduler, job: map[int]store.Job{}, series: map[int]*jobSeries{},
-			meanIPCE: map[int]float64{}, overTgt: map[int]float64{}, ways: ways, sockets: sockets}
+			meanIPCE: map[int]float64{}, overTgt: map[int]float64{}, ways: ways, sockets: sockets, platform: man.Platform}
 		if label {
 			d.label = filepath.Base(filepath.Clean(dir)) + ": " + r.Scheduler
 		}
@@ -215,6 +219,7 @@ func (d *runData) load(st *store.Store) error {
 		for m := range v {
 			if !math.IsNaN(v[m]) {
 				d.avail[m] = true
+				d.nonzero[m] = d.nonzero[m] || v[m] != 0
 			}
 		}
 		raw[s.Job] = append(raw[s.Job], metric.Sample{T: s.T.Seconds(), Value: s.IPCE})

@@ -41,6 +41,11 @@ svg text{fill:var(--muted);font-size:11px}svg .ylabel,svg .xlabel{font-size:12px
 .probe{fill:var(--probe);opacity:.8}.probe.best{fill:var(--best)}.probe.failed{fill:var(--bad)}
 .event{stroke-width:1.6}
 .point{stroke:var(--bg);stroke-width:1}.ring .point{stroke:var(--c);stroke-width:2.5;fill:none}
+.swatch{display:inline-block;width:11px;height:11px;border-radius:2px;background:var(--c);margin-right:6px;vertical-align:-1px}
+.key.block::before{height:10px;width:12px;vertical-align:-1px}.key.none::before{background:none;border-top:2px dotted var(--c);height:0}
+.series.overlay{stroke-width:2.2;opacity:.95}.series.overlay.prio-mean{stroke-dasharray:6 3;stroke-width:1.8}
+svg .plabel{font-size:11px;fill:var(--fg)}svg .wlabel{font-size:10.5px;fill:#fff;pointer-events:none}
+.ways{stroke:var(--bg);stroke-width:.5}
 details{margin:8px 0}summary{cursor:pointer;color:var(--muted)}
 code{font-size:12px}
 `

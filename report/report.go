@@ -69,9 +69,11 @@ func Write(w io.Writer, opts Options) (Stats, error) {
 			sched = append(sched, r)
 		}
 	}
+	assignColors(sched)
 	if len(sched) > 0 || len(sched) == len(runs) {
 		p.summary(sched)
 	}
+	p.overlays(sched)
 	p.cdf(sched)
 	p.partitions(runs)
 	for _, r := range runs {
@@ -174,8 +176,8 @@ func (p *page) summary(runs []*runData) {
 	}
 	for _, r := range runs {
 		if !r.hasSum {
-			fmt.Fprintf(&p.body, `<tr class="unfinished"><td>%s</td><td colspan="10">did not finish: no summary (%d jobs, %d samples recorded)</td><td>%d</td></tr>`,
-				esc(r.label), len(r.jobs), r.nSamples, r.nSamples)
+			fmt.Fprintf(&p.body, `<tr class="unfinished"><td>%s%s</td><td colspan="10">did not finish: no summary (%d jobs, %d samples recorded)</td><td>%d</td></tr>`,
+				swatch(r), esc(r.label), len(r.jobs), r.nSamples, r.nSamples)
 			continue
 		}
 		s := r.sum
@@ -185,8 +187,8 @@ func (p *page) summary(runs []*runData) {
 			}
 			return delta(x, b)
 		}
-		fmt.Fprintf(&p.body, `<tr><td>%s</td><td>%s%s</td><td>%s%s</td><td>%s%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%s / %s</td><td>%s</td><td>%s</td><td>%d</td></tr>`,
-			esc(r.label), pct(s.PriorityIPCE), d(s.PriorityIPCE, base.sum.PriorityIPCE), pct(s.BatchIPCE), d(s.BatchIPCE, base.sum.BatchIPCE),
+		fmt.Fprintf(&p.body, `<tr><td>%s%s</td><td>%s%s</td><td>%s%s</td><td>%s%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%s / %s</td><td>%s</td><td>%s</td><td>%d</td></tr>`,
+			swatch(r), esc(r.label), pct(s.PriorityIPCE), d(s.PriorityIPCE, base.sum.PriorityIPCE), pct(s.BatchIPCE), d(s.BatchIPCE, base.sum.BatchIPCE),
 			pct(s.GlobalIPCE), d(s.GlobalIPCE, base.sum.GlobalIPCE), frac(s.TimeOverTarget), frac(s.TimeOverTargetP90),
 			s.JobsCompleted, s.JobsRejected, pct(s.QueueDelayMean), pct(s.QueueDelayP90), pct(s.VirtualSeconds), frac(s.WallSeconds), r.nSamples)
 	}
@@ -295,7 +297,7 @@ func (p *page) cdf(runs []*runData) {
 	var sb strings.Builder
 	f := newFrame(&sb, h, 0, 1, 0, 1, false, "fraction of priority jobs")
 	var legend []string
-	for i, r := range runs {
+	for _, r := range runs {
 		var xs []float64
 		for _, v := range r.overTgt {
 			xs = append(xs, v)
@@ -312,100 +314,18 @@ func (p *page) cdf(runs []*runData) {
 		}
 		px, py = append(px, 1), append(py, 1)
 		fmt.Fprintf(&sb, `<path class="series cdf" data-points="%d" style="stroke:%s" d="%s"><title>%s: %d priority jobs</title></path>`,
-			len(xs), color(i), f.path(px, py), esc(r.label), len(xs))
-		legend = append(legend, fmt.Sprintf(`<span class="key" style="--c:%s">%s (n=%d, median %.2f)</span>`, color(i), esc(r.label), len(xs), xs[len(xs)/2]))
+			len(xs), r.color, f.path(px, py), esc(r.label), len(xs))
+		legend = append(legend, fmt.Sprintf(`<span class="key" style="--c:%s">%s (n=%d, median %.2f)</span>`, r.color, esc(r.label), len(xs), xs[len(xs)/2]))
 	}
 	fmt.Fprintf(&sb, `<text class="xlabel" x="%d" y="%d" text-anchor="middle">fraction of the job's life with IPCE ≥ its target</text>`, (marginL+chartW-marginR)/2, h-2)
-	p.chart("cdf", "Empirical CDF of time over target per priority job (metric.TimeOverTarget on the job's IPCE samples). Further right is better. "+strings.Join(legend, " "), h, sb.String())
-}
-
-// hollowMarker tells whether the i-th policy of the scatter is drawn as rings: the palette
-// has 12 colours and colo partition 13 policies, so the colours repeat as rings.
-func hollowMarker(i int) bool { return (i/len(palette))%2 == 1 }
-
-// partitions draws STP versus unfairness for partition results, one colour per policy.
-func (p *page) partitions(runs []*runData) {
-	var parts []store.PartitionResult
-	for _, r := range runs {
-		parts = append(parts, r.parts...)
-	}
-	if len(parts) == 0 {
-		return
-	}
-	p.section("partition", "Partitioning: STP versus unfairness")
-	policies := map[string]int{}
-	var names []string
-	lo, hi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	for _, q := range parts {
-		if _, ok := policies[q.Policy]; !ok {
-			policies[q.Policy] = 0
-			names = append(names, q.Policy)
-		}
-		if !math.IsNaN(q.Unfairness) && !math.IsNaN(q.STP) {
-			lo, hi = math.Min(lo, q.Unfairness), math.Max(hi, q.Unfairness)
-			ylo, yhi = math.Min(ylo, q.STP), math.Max(yhi, q.STP)
-		}
-	}
-	sort.Strings(names)
-	for i, n := range names {
-		policies[n] = i
-	}
-	if math.IsInf(lo, 0) {
-		p.body.WriteString(`<p class="note">No partition result has both STP and unfairness.</p>`)
-		return
-	}
-	padX, padY := math.Max((hi-lo)*0.08, 0.01), math.Max((yhi-ylo)*0.08, 0.01)
-	const h = 320
-	var sb strings.Builder
-	f := newFrame(&sb, h, math.Max(1, lo-padX), hi+padX, ylo-padY, yhi+padY, false, "STP (higher is better)")
-	// One group (series) per policy; each point carries its exact values for scripts and tests.
-	total := 0
-	for _, n := range names {
-		var pts strings.Builder
-		k := 0
-		for _, q := range parts {
-			if q.Policy != n || math.IsNaN(q.Unfairness) || math.IsNaN(q.STP) {
-				continue
-			}
-			fmt.Fprintf(&pts, `<circle class="point" r="5" cx="%s" cy="%s" data-workload="%s" data-stp="%s" data-unfairness="%s"><title>workload %s / %s: STP %.3f, unfairness %.3f, ANTT %.3f</title></circle>`,
-				f1(f.x.at(q.Unfairness)), f1(f.y.at(q.STP)), esc(q.Workload), fullFloat(q.STP), fullFloat(q.Unfairness), esc(q.Workload), esc(q.Policy), q.STP, q.Unfairness, q.ANTT)
-			k++
-		}
-		total += k
-		paint := fmt.Sprintf(`fill="%s"`, color(policies[n]))
-		if hollowMarker(policies[n]) {
-			paint = fmt.Sprintf(`style="--c:%s"`, color(policies[n]))
-		}
-		fmt.Fprintf(&sb, `<g class="policy-series%s" data-policy="%s" data-points="%d" %s>%s</g>`, map[bool]string{true: " ring", false: ""}[hollowMarker(policies[n])], esc(n), k, paint, pts.String())
-	}
-	fmt.Fprintf(&sb, `<text class="xlabel" x="%d" y="%d" text-anchor="middle">unfairness = max slowdown / min slowdown (lower is better)</text>`, (marginL+chartW-marginR)/2, h-2)
-	var legend []string
-	for _, n := range names {
-		cls := "key dot"
-		if hollowMarker(policies[n]) {
-			cls = "key ring"
-		}
-		legend = append(legend, fmt.Sprintf(`<span class="%s" style="--c:%s">%s</span>`, cls, color(policies[n]), esc(n)))
-	}
-	p.chart("scatter", "One point per (workload, policy). "+strings.Join(legend, " "), h,
-		fmt.Sprintf(`<g data-points="%d">%s</g>`, total, sb.String()))
-	// Table: per policy means.
-	p.body.WriteString(`<details><summary>Partition results table</summary><table><tr><th>workload</th><th>policy</th><th>STP</th><th>ANTT</th><th>unfairness</th><th>Jain</th><th>apps (ways, slowdown)</th></tr>`)
-	for _, q := range parts {
-		var apps []string
-		for _, a := range q.Apps {
-			apps = append(apps, fmt.Sprintf("%s (%d, %.3f)", esc(a.App), a.Ways, a.Slowdown))
-		}
-		fmt.Fprintf(&p.body, `<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`,
-			esc(q.Workload), esc(q.Policy), frac(q.STP), frac(q.ANTT), frac(q.Unfairness), frac(q.Jain), strings.Join(apps, ", "))
-	}
-	p.body.WriteString(`</table></details>`)
+	p.chart("cdf", "Empirical CDF of the priority jobs' time over target (the fraction of each job's life with IPCE at or above its target). Further right is better. "+strings.Join(legend, " "), h, sb.String())
 }
 
 // runSection draws one scheduler run: time series, bitmask panel, probes and decisions, jobs.
 func (p *page) runSection(r *runData) {
 	id := fmt.Sprintf("run-%d-%s", r.run.ID, sanitize(r.label))
 	p.section(id, "Scheduler "+r.label)
+	fmt.Fprintf(&p.body, `<p class="note">%s this scheduler's colour in the comparison charts.</p>`, swatch(r))
 	prio := 0
 	for _, j := range r.jobs {
 		if j.Priority {
@@ -471,8 +391,8 @@ func sanitize(s string) string {
 // mean over priority and over batch jobs.
 func (p *page) seriesChart(r *runData, m int) {
 	info := metricInfo[m]
-	if !r.avail[m] {
-		fmt.Fprintf(&p.body, `<p class="note unavailable" data-unavailable="%s">%s: unavailable on this host (no samples carry it, e.g. no PMU or no RDT monitoring).</p>`, info.key, info.title)
+	if why := r.unavailable(m); why != "" {
+		fmt.Fprintf(&p.body, `<p class="note unavailable" data-unavailable="%s">%s: %s.</p>`, info.key, info.title, esc(why))
 		return
 	}
 	ids := r.jobIDs()
@@ -637,34 +557,14 @@ func (p *page) allocationPanel(r *runData) {
 					e++
 				}
 				y0, y1 := f.y.at(float64(e)), f.y.at(float64(b))
-				fmt.Fprintf(&sb, `<rect class="%s" data-socket="%d" data-clos="%s" data-mask="%#x" data-t0="%g" data-t1="%g" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s: mask %#x (%d ways), MBA %s %%, members %v, %s–%s</title></rect>`,
+				fmt.Fprintf(&sb, `<rect class="%s" data-socket="%d" data-clos="%s" data-mask="%#x" data-t0="%g" data-t1="%g" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s (class %s): mask %#x (%d ways), MBA %s %%, %s–%s</title></rect>`,
 					cls, s, esc(q.clos), q.mask, q.t0, q.t1, f1(x0), f1(y0), f1(math.Max(x1-x0, 0.5)), f1(y1-y0), fill,
-					esc(q.clos), q.mask, bits.OnesCount64(q.mask), pct(q.mba), q.members, fmtTime(q.t0, true), fmtTime(q.t1, true))
+					esc(r.className(q.clos, q.members)), esc(q.clos), q.mask, bits.OnesCount64(q.mask), pct(q.mba), fmtTime(q.t0, true), fmtTime(q.t1, true))
 				n++
 				b = e
 			}
 		}
-		legend := ""
-		onSocket := map[string]bool{}
-		for _, q := range periods {
-			if q.socket == s {
-				onSocket[q.clos] = true
-			}
-		}
-		if len(onSocket) <= 16 {
-			var keys []string
-			for _, c := range names {
-				if !onSocket[c] {
-					continue
-				}
-				col := color(classes[c])
-				if c == "system/default" {
-					col = "var(--default)"
-				}
-				keys = append(keys, fmt.Sprintf(`<span class="key" style="--c:%s">%s</span>`, col, esc(c)))
-			}
-			legend = " " + strings.Join(keys, " ")
-		}
+		legend := " " + r.classLegend(periods, s, names, classes)
 		p.chart("bitmask", fmt.Sprintf(`L3 bitmask panel, socket %d: which class of service held each of the %d ways over time (grey: system/default). %d periods.%s`, s, r.ways, n, legend), h,
 			fmt.Sprintf(`<g class="bitmask" data-socket="%d" data-points="%d">%s</g>`, s, n, sb.String()))
 	}
@@ -739,7 +639,15 @@ func (p *page) lanes(r *runData) {
 			e.Job, f1(x), f1(x), f1(y), f1(y+laneH*0.7), color(kinds[e.Kind]), fmtTime(e.T.Seconds(), true), esc(e.Kind), esc(who), esc(e.Text))
 		n++
 	}
-	p.chart("lanes", fmt.Sprintf(`Probe segments (purple: measured, green: chosen or last of the sweep, red: failed) and scheduler decisions. %d probe segments, %d decisions; hover for details.`, len(r.probes), len(r.events)), h,
+	var keys []string
+	if len(r.probes) > 0 {
+		keys = append(keys, `<span class="key" style="--c:var(--probe)">probe segment measured</span>`,
+			`<span class="key" style="--c:var(--best)">chosen (or last of the sweep)</span>`, `<span class="key" style="--c:var(--bad)">failed</span>`)
+	}
+	for _, n := range names {
+		keys = append(keys, fmt.Sprintf(`<span class="key" style="--c:%s">%s</span>`, color(kinds[n]), esc(n)))
+	}
+	p.chart("lanes", fmt.Sprintf(`Probe segments and scheduler decisions: %d probe segments, %d decisions; hover for details. %s`, len(r.probes), len(r.events), strings.Join(keys, " ")), h,
 		fmt.Sprintf(`<g data-points="%d">%s</g>`, n, sb.String()))
 }
 

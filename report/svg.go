@@ -92,6 +92,11 @@ func newFrame(sb *strings.Builder, h float64, x0, x1, y0, y1 float64, timeAxis b
 
 // newFrameTicks is newFrame with the numeric y ticks optional (lane charts label rows).
 func newFrameTicks(sb *strings.Builder, h float64, x0, x1, y0, y1 float64, timeAxis bool, yLabel string, yTicks bool) frame {
+	return newFrameAxes(sb, h, x0, x1, y0, y1, timeAxis, yLabel, yTicks, true)
+}
+
+// newFrameAxes is newFrameTicks with the x ticks optional too (charts that label categories).
+func newFrameAxes(sb *strings.Builder, h float64, x0, x1, y0, y1 float64, timeAxis bool, yLabel string, yTicks, xTicks bool) frame {
 	f := frame{sb: sb, h: h,
 		x: linear{x0, x1, marginL, chartW - marginR},
 		y: linear{y0, y1, h - marginB, marginT}}
@@ -113,6 +118,9 @@ func newFrameTicks(sb *strings.Builder, h float64, x0, x1, y0, y1 float64, timeA
 		}
 	}
 	for _, v := range xt {
+		if !xTicks {
+			break
+		}
 		px := f.x.at(v)
 		if px < marginL-0.5 || px > chartW-marginR+0.5 {
 			continue

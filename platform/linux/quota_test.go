@@ -74,7 +74,15 @@ func TestCPUQuotaOnContainer(t *testing.T) {
 	if q, p := readCgroupInt(t, dir, "cpu.cfs_quota_us"), readCgroupInt(t, dir, "cpu.cfs_period_us"); q != 20000 || p != 100000 {
 		t.Fatalf("cgroup quota %d per %d µs, want 20000 per 100000", q, p)
 	}
-	// a busy loop under a 20 ms quota is throttled within its first periods: wait for it
+	// Throttling: at 1 ms per 100 ms (the kernel's smallest quota) a busy loop is throttled
+	// as soon as it gets 1 % of a CPU, however loaded the host (at 20 % it may never get
+	// its quota's worth on a busy 2-CPU machine): wait for that event.
+	if err := pf.SetQuota(js.ID, 0.01); err != nil {
+		t.Fatal(err)
+	}
+	if q := readCgroupInt(t, dir, "cpu.cfs_quota_us"); q != 1000 {
+		t.Fatalf("cgroup quota %d µs, want 1000", q)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		n, stat := throttledCount(t, dir)

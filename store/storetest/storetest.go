@@ -31,6 +31,9 @@ type Options struct {
 	NoPMU      bool          // counters unavailable (NaN), RDT monitoring present
 	Partitions bool          // also write partition results (colo partition style)
 	Incomplete bool          // stop the last scheduler half-way without summary or Complete
+	// Emulator records a linux run whose resctrl monitoring reads 0 (occupancy and memory
+	// bytes), as on a resctrl emulator mount.
+	Emulator bool
 }
 
 func (o *Options) defaults() {
@@ -103,7 +106,7 @@ func Generate(dir string, o Options) (Written, error) {
 	o.defaults()
 	var wr Written
 	st, err := store.Create(dir, store.Meta{Name: "synthetic", Description: "storetest synthetic run", Kind: "run",
-		Machine: "icx-4314-2s", Platform: "sim", Seed: int64(o.Seed),
+		Machine: "icx-4314-2s", Platform: map[bool]string{false: "sim", true: "linux"}[o.Emulator], Seed: int64(o.Seed),
 		Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
 	if err != nil {
 		return wr, err
@@ -296,6 +299,9 @@ func runOne(w *store.RunWriter, o Options, plan []jobPlan, rdt bool, end time.Du
 				occ = float64(bits.OnesCount64(m)) * 1.5 * (1 << 20)
 			}
 			mem := (1 - ipce) * 2e9 * o.Tick.Seconds()
+			if o.Emulator {
+				occ, mem = 0, 0
+			}
 			s := store.Sample{Job: j.ID, T: t, Interval: o.Tick, Socket: j.Socket,
 				Instructions: ins, Cycles: cyc, StallsTotal: stalls, StallsL3Miss: 0.4 * stalls,
 				LLCRefs: ins / 50, LLCMisses: ins / 50 * (1 - ipce) / 2, OccupancyBytes: occ,
