@@ -73,6 +73,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
 	cmd.AddCommand(agentStatusCmd())
+	cmd.Annotations = signalIsStop // a daemon: SIGTERM is its normal stop, exit 0
 	rootCmd.AddCommand(cmd)
 }
 

@@ -272,6 +272,7 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 	}
 	emulate.Flags().StringVar(&profile, "profile", "intel", "emulated platform")
 	emulate.Flags().StringVar(&mountDir, "mount", "", "directory to mount on")
+	emulate.Annotations = signalIsStop // a server: Ctrl-C unmounts and stops it, exit 0
 
 	reconcile := reconcileCmd(&root, out)
 
