@@ -122,7 +122,7 @@ func FuzzOperations(f *testing.F) {
 		if len(ops) > 3*64 {
 			ops = ops[:3*64]
 		}
-		for _, prof := range []string{"intel", "amd"} {
+		for _, prof := range []string{"intel", "amd", "intel-bdw"} {
 			e, err := NewNamed(prof, Options{PIDExists: func(pid int) bool { return pid >= 1 && pid <= 8 }})
 			if err != nil {
 				t.Fatal(err)
