@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"colo/policy/ctlsched"
 	"colo/sched"
 )
 
@@ -105,7 +106,7 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		if err != nil {
 			pf.Close()
 			// options the scheduler rejects are bad input in the benchmark file
-			return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
+			return nil, &Error{File: bm.File, Line: ctlsched.LineOf(err), Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 		}
 		var rec Recorder = Discard{}
 		finish := func(Summary) error { return nil }
@@ -265,4 +266,25 @@ func CheckScheduler(name string) error {
 		}
 	}
 	return fmt.Errorf("scheduler %q is not known (known: %s)", name, strings.Join(sched.Names(), ", "))
+}
+
+// CheckOptions builds each named scheduler once on the benchmark's machine so that a bad
+// scheduler.options key or value is reported (file:line, bad input) before anything is
+// created. On linux the scheduler is built on the detected host, whose geometry can
+// differ from the file's machine: its options are checked when the run starts.
+func CheckOptions(bm *Benchmark, names []string) error {
+	if bm.Platform != "sim" {
+		return nil
+	}
+	if len(names) == 0 {
+		names = []string{bm.Sched.Implementation}
+	}
+	for _, name := range names {
+		cfg := bm.Sched
+		cfg.Implementation = name
+		if _, err := sched.New(name, sched.Env{Machine: bm.Machine, Config: cfg}); err != nil {
+			return &Error{File: bm.File, Line: ctlsched.LineOf(err), Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
+		}
+	}
+	return nil
 }

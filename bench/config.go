@@ -421,6 +421,28 @@ func decodeStrict(file string, b []byte, v any) (*yaml.Node, error) {
 	return &root, nil
 }
 
+// nodeAt finds the value node of a key path of mapping keys (nil if absent).
+func nodeAt(root *yaml.Node, path ...string) *yaml.Node {
+	n := root
+	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, p := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == p {
+				next = n.Content[i+1]
+				break
+			}
+		}
+		n = next
+	}
+	return n
+}
+
 // lineOf finds the line of a key path (mapping keys or sequence indexes as strings) in a
 // node tree; it returns the deepest line found.
 func lineOf(root *yaml.Node, path ...string) int {

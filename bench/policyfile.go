@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"colo/machine"
+	"colo/policy/ctlsched"
 	"colo/sched"
 )
 
@@ -57,7 +58,11 @@ func ParseScheduler(file string, b []byte, m *machine.Profile, implementation st
 		return cfg, c.errs
 	}
 	if _, err := sched.New(cfg.Implementation, sched.Env{Machine: m, Config: cfg}); err != nil {
-		return cfg, Errors{{File: file, Line: lineOf(wrapped, "benchmark", "scheduler", "options"), Msg: err.Error()}}
+		line := ctlsched.LineOf(err)
+		if line == 0 {
+			line = lineOf(wrapped, "benchmark", "scheduler", "options")
+		}
+		return cfg, Errors{{File: file, Line: line, Msg: err.Error()}}
 	}
 	return cfg, nil
 }

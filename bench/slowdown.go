@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"colo/metric"
+	"colo/policy/ctlsched"
 	"colo/sched"
 )
 
@@ -114,7 +115,7 @@ func runScheduler(ctx context.Context, bm *Benchmark, name string, rec Recorder,
 	// the platform's machine, as in RunAll: on linux it is the detected host
 	s, err := sched.New(impl, sched.Env{Machine: pf.Machine(), Config: b.Sched, IPCEUnavailable: IPCEUnavailable(pf)})
 	if err != nil {
-		return nil, &Error{File: bm.File, Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
+		return nil, &Error{File: bm.File, Line: ctlsched.LineOf(err), Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 	}
 	return Run(&b, pf, s, Options{Recorder: rec, Hooks: h, Ctx: ctx})
 }

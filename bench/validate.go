@@ -223,6 +223,7 @@ func schedConfig(c *checker, file string, root *yaml.Node, m *machine.Profile, s
 		cfg.ForceMove = *s.ForceMove
 	}
 	cfg.Options = s.Options
+	cfg.OptionsNode = nodeAt(root, "benchmark", "scheduler", "options")
 	p := s.Prober
 	pc := probe.DefaultConfig()
 	setI := func(dst *int, v *int) {

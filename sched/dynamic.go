@@ -275,7 +275,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 	}
 
 	// 4. strict FIFO admission
-	free := copyFree(obs.FreeCPUs)
+	free := CopyFree(obs.FreeCPUs)
 	forced := false
 	for _, q := range obs.Queue {
 		if why := NeverFits(q, d.env.Machine); why != "" {
@@ -300,7 +300,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 			}
 			break
 		}
-		take(q, s, free)
+		Take(q, s, free)
 		out.Place = append(out.Place, Placement{Job: q.ID, Socket: s})
 		j := &djob{Job: q, socket: s, placed: obs.Now, load: 100}
 		d.jobs[q.ID] = j
@@ -398,7 +398,7 @@ func (d *Dynamic) forceMove(q Job, free [][]int) []Migration {
 			}
 			return cands[a].ID > cands[b].ID
 		})
-		f := copyFree(free)
+		f := CopyFree(free)
 		var mv []Migration
 		for _, j := range cands {
 			if need <= 0 {
@@ -413,7 +413,7 @@ func (d *Dynamic) forceMove(q Job, free [][]int) []Migration {
 			if dest < 0 {
 				continue
 			}
-			take(j.Job, dest, f)
+			Take(j.Job, dest, f)
 			need -= j.Cores
 			mv = append(mv, Migration{Job: j.ID, Socket: dest})
 		}
@@ -585,7 +585,7 @@ func (d *Dynamic) rebalance(free [][]int) (Migration, bool) {
 			nd = -nd
 		}
 		if diff-nd >= d.cfg.RebalanceMinGain {
-			take(j.Job, lo, free)
+			Take(j.Job, lo, free)
 			return Migration{Job: j.ID, Socket: lo}, true
 		}
 	}

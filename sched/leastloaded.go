@@ -36,7 +36,7 @@ func (l *LeastLoaded) Name() string { return "least-loaded" }
 // Tick implements Scheduler.
 func (l *LeastLoaded) Tick(obs *Observation) Decisions {
 	var d Decisions
-	free := copyFree(obs.FreeCPUs)
+	free := CopyFree(obs.FreeCPUs)
 	for _, j := range obs.Queue {
 		if why := NeverFits(j, l.machine.Machine); why != "" {
 			d.Reject = append(d.Reject, Rejection{Job: j.ID, Reason: why})
@@ -55,7 +55,7 @@ func (l *LeastLoaded) Tick(obs *Observation) Decisions {
 		if best < 0 {
 			break // strict FIFO: wait for the next tick
 		}
-		take(j, best, free)
+		Take(j, best, free)
 		d.Place = append(d.Place, Placement{Job: j.ID, Socket: best})
 	}
 	return d

@@ -12,9 +12,12 @@ package sched
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"colo/machine"
 	"colo/metric"
@@ -229,6 +232,10 @@ type Config struct {
 	// Options holds implementation-specific keys (scheduler.options in YAML); a factory
 	// must reject keys it does not know.
 	Options map[string]any
+	// OptionsNode is scheduler.options as the benchmark file gives it (nil when Options
+	// was built in code): controllers decode it into typed options with file lines
+	// (policy/ctlsched.Decode).
+	OptionsNode *yaml.Node
 }
 
 // DefaultConfig is the thesis evaluation's scheduler configuration (seed000.md §2.3 [repo]):
@@ -349,29 +356,25 @@ func Fits(j Job, s int, free [][]int) bool {
 	return true
 }
 
-// take removes the cores job j will use from free[s] (a local copy kept by schedulers
-// that place several jobs in one tick).
-func take(j Job, s int, free [][]int) {
+// Take removes the cores job j will use from free[s] (a copy of the free cores kept by a
+// scheduler that places several jobs in one tick): its pinned cores, or the first j.Cores
+// free ones.
+func Take(j Job, s int, free [][]int) {
 	if len(j.CPUs) == 0 {
 		free[s] = free[s][min(j.Cores, len(free[s])):]
 		return
 	}
 	keep := free[s][:0:0]
 	for _, f := range free[s] {
-		pinned := false
-		for _, c := range j.CPUs {
-			if c == f {
-				pinned = true
-			}
-		}
-		if !pinned {
+		if !slices.Contains(j.CPUs, f) {
 			keep = append(keep, f)
 		}
 	}
 	free[s] = keep
 }
 
-func copyFree(free [][]int) [][]int {
+// CopyFree copies the free cores of an observation (for Take).
+func CopyFree(free [][]int) [][]int {
 	out := make([][]int, len(free))
 	for i, f := range free {
 		out[i] = append([]int(nil), f...)

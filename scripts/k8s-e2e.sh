@@ -36,7 +36,7 @@ grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' "$work/tier1.log" >&2 || t
 
 log "tier 2: kwok experiment"
 exp='{}'
-if out=$("$work/colo-kube" experiment --scheduler "$work/colo-kube-scheduler" --repeat \
+if out=$("$work/colo-kube" experiment --scheduler "$work/colo-kube-scheduler" --repeat --throughput \
     --nodes "${K8S_E2E_NODES:-120}" --pods "${K8S_E2E_PODS:-300}" --seed "${K8S_E2E_SEED:-42}"); then
   exp=$out
 else

@@ -84,6 +84,9 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 					return badInput(fmt.Errorf("--compare/--scheduler: %w", err))
 				}
 			}
+			if err := bench.CheckOptions(bm, names); err != nil {
+				return badInput(err)
+			}
 			stderr := c.ErrOrStderr()
 			opt := bench.RunOptions{
 				Warn:  func(w string) { fmt.Fprintln(stderr, "colo: warning:", w) },

@@ -131,7 +131,7 @@ func TestPluginInRealScheduler(t *testing.T) {
 	if err := (publish.Writer{Client: c.Client, Annotation: true}).Write(ctx, state(lib, "quiet", now, resident(t, lib, "calc=644.nab_s:batch"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.StartScheduler(ctx, "scheduler", bin, kwokrun.ColoConfig(1, 3600), 90*time.Second); err != nil {
+	if err := c.StartScheduler(ctx, "scheduler", bin, deployedSchedulerConfig(t), 90*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	pods := c.Client.CoreV1().Pods("default")

@@ -147,7 +147,7 @@ func Start(ctx context.Context, timeout time.Duration) (*Cluster, error) {
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", keyFile,
 		"--service-account-signing-key-file", keyFile, "--service-cluster-ip-range", "10.96.0.0/16",
 		"--authorization-mode", "RBAC", "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
-		"--enable-priority-and-fairness=false", "--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000"); err != nil {
+		"--enable-priority-and-fairness=false", "--allow-privileged=true", "--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000"); err != nil {
 		return nil, err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", secure)

@@ -1,13 +1,11 @@
 // Package ctlsched holds what the sched.Scheduler adapters of the online controllers
-// (policy/dcat, policy/vp, policy/lfocplus) share: reading scheduler.options (prefix
-// scoping, numbers, whole numbers, a deterministic key order) and the FIFO placement on
+// (policy/dcat, policy/vp, policy/lfocplus) share: typed scheduler.options decoded from
+// the benchmark file's YAML with prefix scoping and file lines (Decode), and the FIFO placement on
 // the socket with the most free cores (the thesis baseline's rule, seed000.md §2.4,
 // Algorithm 4), with pinned jobs taking exactly their pinned cores.
 package ctlsched
 
 import (
-	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -18,30 +16,11 @@ import (
 
 // ControllerPrefixes are the option prefixes of the online controllers: in a benchmark file
 // compared under several schedulers (colo compare), "dcat.baseline: 3" configures dcat and
-// static-cat only, "vp.window: 3" vp only; plain keys go to whichever scheduler runs.
+// static-cat only, "vp.window: 3" vp only; plain keys go to whichever scheduler runs, and a
+// prefixed key overrides the plain one (Decode).
 var ControllerPrefixes = []string{"dcat.", "static-cat.", "vp.", "lfoc+."}
 
-// Scoped keeps the options meant for a scheduler: plain keys, and keys with one of its own
-// prefixes (stripped); keys with another controller's prefix are dropped. A prefixed key
-// overrides the plain one.
-func Scoped(o map[string]any, own ...string) map[string]any {
-	out := map[string]any{}
-	for k, v := range o {
-		if prefixOf(k) == "" {
-			out[k] = v
-		}
-	}
-	for k, v := range o {
-		p := prefixOf(k)
-		for _, q := range own {
-			if p != "" && p == q {
-				out[k[len(p):]] = v
-			}
-		}
-	}
-	return out
-}
-
+// prefixOf is the controller prefix of an option key ("" for a plain key).
 func prefixOf(k string) string {
 	for _, p := range ControllerPrefixes {
 		if len(k) > len(p) && strings.HasPrefix(k, p) {
@@ -51,58 +30,12 @@ func prefixOf(k string) string {
 	return ""
 }
 
-// Keys returns the keys of o sorted, so that options are applied (and the first bad one
-// reported) in the same order on every run.
-func Keys(o map[string]any) []string {
-	keys := make([]string, 0, len(o))
-	for k := range o {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// Number reads option key of scheduler name as a number (YAML gives int or float64).
-func Number(name, key string, v any) (float64, error) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), nil
-	case int64:
-		return float64(x), nil
-	case float64:
-		return x, nil
-	}
-	return 0, fmt.Errorf("%s: scheduler.options.%s = %v is not a number", name, key, v)
-}
-
-// Whole reads option key of scheduler name as a whole number.
-func Whole(name, key string, v any) (int, error) {
-	f, err := Number(name, key, v)
-	if err != nil {
-		return 0, err
-	}
-	if f != math.Trunc(f) {
-		return 0, fmt.Errorf("%s: scheduler.options.%s = %v must be a whole number", name, key, v)
-	}
-	return int(f), nil
-}
-
 // Cores is the number of cores job j takes: its pinned cores if any, else j.Cores.
 func Cores(j sched.Job) int {
 	if len(j.CPUs) > 0 {
 		return len(j.CPUs)
 	}
 	return j.Cores
-}
-
-// CopyFree copies the free cores of an observation, for a scheduler that places several
-// jobs in one tick and takes their cores off as it goes (Take).
-func CopyFree(free [][]int) [][]int {
-	out := make([][]int, len(free))
-	for i, f := range free {
-		out[i] = append([]int(nil), f...)
-	}
-	return out
 }
 
 // Sockets returns the sockets where job j fits now, the socket with the most free cores
@@ -118,26 +51,6 @@ func Sockets(j sched.Job, free [][]int) []int {
 	return order
 }
 
-// Take removes the cores job j will use from free[s]: its pinned cores, or the first
-// j.Cores free ones.
-func Take(j sched.Job, s int, free [][]int) {
-	if len(j.CPUs) == 0 {
-		free[s] = free[s][min(j.Cores, len(free[s])):]
-		return
-	}
-	pinned := map[int]bool{}
-	for _, c := range j.CPUs {
-		pinned[c] = true
-	}
-	keep := free[s][:0:0]
-	for _, f := range free[s] {
-		if !pinned[f] {
-			keep = append(keep, f)
-		}
-	}
-	free[s] = keep
-}
-
 // Place places the queue of obs FIFO: a job that can never run on m, or for which reject
 // gives a reason (reject may be nil), is rejected; every other job goes to the first socket
 // where it fits now (Sockets order) and admit (nil: admit all) accepts it, and its cores
@@ -146,7 +59,7 @@ func Take(j sched.Job, s int, free [][]int) {
 // admit records an accepted job in the caller's state.
 func Place(obs *sched.Observation, m *machine.Profile, d *sched.Decisions,
 	reject func(sched.Job) string, admit func(j sched.Job, socket int) error) (waiting *sched.Job, why error) {
-	free := CopyFree(obs.FreeCPUs)
+	free := sched.CopyFree(obs.FreeCPUs)
 	for _, j := range obs.Queue {
 		r := sched.NeverFits(j, m)
 		if r == "" && reject != nil {
@@ -166,7 +79,7 @@ func Place(obs *sched.Observation, m *machine.Profile, d *sched.Decisions,
 				}
 			}
 			d.Place = append(d.Place, sched.Placement{Job: j.ID, Socket: sock})
-			Take(j, sock, free)
+			sched.Take(j, sock, free)
 			placed = true
 			break
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"colo/machine"
 	"colo/policy/ctlsched"
 	"colo/sched"
@@ -91,7 +93,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	s := &Scheduler{name: "dcat", m: m, baseline: 2, baselines: map[string]int{}, socketOf: map[int]int{},
 		lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pendingPlace: map[int]time.Duration{},
 		names: map[int]string{}, jobOf: map[string]int{}}
-	if err := s.parseOptions(ctlsched.Scoped(env.Config.Options, "dcat.", "static-cat."), &opt); err != nil {
+	if err := s.parseOptions(env.Config, &opt); err != nil {
 		return nil, err
 	}
 	if err := opt.Validate(); err != nil {
@@ -118,56 +120,56 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	return s, nil
 }
 
-func (s *Scheduler) parseOptions(o map[string]any, opt *Options) error {
-	for _, k := range ctlsched.Keys(o) {
-		v := o[k]
-		var err error
-		var f float64
-		switch k {
-		case "baseline":
-			s.baseline, err = ctlsched.Whole("dcat", k, v)
-		case "baselines":
-			mm, ok := v.(map[string]any)
-			if !ok {
-				return fmt.Errorf("dcat: scheduler.options.baselines must map job names to ways, got %v", v)
-			}
-			for _, name := range ctlsched.Keys(mm) {
-				n, err := ctlsched.Whole("dcat", "baselines."+name, mm[name])
-				if err != nil {
-					return err
-				}
-				s.baselines[name] = n
-			}
-		case "policy":
-			str, ok := v.(string)
-			if !ok {
-				return fmt.Errorf("dcat: scheduler.options.policy must be max-performance or max-fairness, got %v", v)
-			}
-			opt.Policy, err = ParsePolicy(str)
-		case "period_t":
-			f, err = ctlsched.Number("dcat", k, v)
-			opt.Period = time.Duration(f * float64(time.Second))
-		case "miss_rate_threshold":
-			opt.MissRateThreshold, err = ctlsched.Number("dcat", k, v)
-		case "ipc_gain_threshold":
-			opt.IPCGainThreshold, err = ctlsched.Number("dcat", k, v)
-		case "phase_threshold":
-			opt.PhaseThreshold, err = ctlsched.Number("dcat", k, v)
-		case "streaming_factor":
-			opt.StreamingFactor, err = ctlsched.Number("dcat", k, v)
-		case "llc_ref_rate":
-			opt.LLCRefRate, err = ctlsched.Number("dcat", k, v)
-		case "preferred_tolerance":
-			opt.PreferredTolerance, err = ctlsched.Number("dcat", k, v)
-		case "host_ways":
-			opt.HostWays, err = ctlsched.Whole("dcat", k, v)
-		default:
-			return fmt.Errorf("dcat: unknown scheduler.options key %q (known: baseline, baselines, policy, period_t, miss_rate_threshold, ipc_gain_threshold, phase_threshold, streaming_factor, llc_ref_rate, preferred_tolerance, host_ways)", k)
+// schedOptions are dcat's scheduler.options (see Scheduler); unset keys keep
+// DefaultOptions.
+type schedOptions struct {
+	Baseline           *int      `yaml:"baseline"`
+	Baselines          yaml.Node `yaml:"baselines"`
+	Policy             *string   `yaml:"policy"`
+	PeriodT            *float64  `yaml:"period_t"`
+	MissRateThreshold  *float64  `yaml:"miss_rate_threshold"`
+	IPCGainThreshold   *float64  `yaml:"ipc_gain_threshold"`
+	PhaseThreshold     *float64  `yaml:"phase_threshold"`
+	StreamingFactor    *float64  `yaml:"streaming_factor"`
+	LLCRefRate         *float64  `yaml:"llc_ref_rate"`
+	PreferredTolerance *float64  `yaml:"preferred_tolerance"`
+	HostWays           *int      `yaml:"host_ways"`
+}
+
+func (s *Scheduler) parseOptions(cfg sched.Config, opt *Options) error {
+	var o schedOptions
+	if err := ctlsched.Decode("dcat", cfg, &o, "dcat.", "static-cat."); err != nil {
+		return err
+	}
+	ctlsched.Set(&s.baseline, o.Baseline)
+	if b := o.Baselines; b.Kind != 0 {
+		if b.Kind != yaml.MappingNode {
+			return &ctlsched.OptionError{Line: b.Line, Msg: fmt.Sprintf("dcat: scheduler.options.baselines must map job names to ways, got %s", b.Value)}
 		}
+		for i := 0; i+1 < len(b.Content); i += 2 {
+			name := b.Content[i].Value
+			n, err := ctlsched.WholeAt("dcat", "baselines."+name, b.Content[i+1])
+			if err != nil {
+				return err
+			}
+			s.baselines[name] = n
+		}
+	}
+	if o.Policy != nil {
+		p, err := ParsePolicy(*o.Policy)
 		if err != nil {
 			return err
 		}
+		opt.Policy = p
 	}
+	ctlsched.Seconds(&opt.Period, o.PeriodT)
+	ctlsched.Set(&opt.MissRateThreshold, o.MissRateThreshold)
+	ctlsched.Set(&opt.IPCGainThreshold, o.IPCGainThreshold)
+	ctlsched.Set(&opt.PhaseThreshold, o.PhaseThreshold)
+	ctlsched.Set(&opt.StreamingFactor, o.StreamingFactor)
+	ctlsched.Set(&opt.LLCRefRate, o.LLCRefRate)
+	ctlsched.Set(&opt.PreferredTolerance, o.PreferredTolerance)
+	ctlsched.Set(&opt.HostWays, o.HostWays)
 	return nil
 }
 

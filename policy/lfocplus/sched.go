@@ -42,51 +42,12 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		return nil, fmt.Errorf("lfoc+: machine %s has %d LLC domains per socket; this scheduler manages one LLC per socket", m.Name, m.LLC.DomainsPerSocket)
 	}
 	opt := DefaultOptions(m.LLC.Ways, float64(m.BytesPerWay()))
-	o := ctlsched.Scoped(env.Config.Options, "lfoc+.")
-	for _, k := range ctlsched.Keys(o) {
-		v := o[k]
-		if k == "partition" {
-			switch v {
-			case "lfoc+":
-				opt.Partition = nil // LFOC+ through the controller's planner
-			case "lfoc":
-				opt.Partition = func(c []policy.Class, cu []policy.AppCurves, w int, p policy.LFOCParams) ([]policy.Cluster, error) {
-					return policy.LFOCClusters(false, c, cu, w, p)
-				}
-			default:
-				return nil, fmt.Errorf("lfoc+: scheduler.options.partition = %v: use lfoc+ or lfoc", v)
-			}
-			continue
-		}
-		f, err := ctlsched.Number("lfoc+", k, v)
-		if err != nil {
-			return nil, err
-		}
-		switch k {
-		case "period_t":
-			opt.Period = time.Duration(f * float64(time.Second))
-		case "sampling_instructions":
-			opt.SamplingInstructions = f
-		case "fairness_instructions":
-			opt.FairnessInstructions = f
-		case "warmup_intervals":
-			opt.WarmupIntervals, err = ctlsched.Whole("lfoc+", k, v)
-		case "early_stop_llcmpkc":
-			opt.EarlyStopLLCMPKC = f
-		case "high_llcmpkc":
-			opt.HighLLCMPKC = f
-		case "low_llcmpkc":
-			opt.LowLLCMPKC = f
-		case "phase_window":
-			opt.PhaseWindow, err = ctlsched.Whole("lfoc+", k, v)
-		case "streaming_llcmpkc":
-			opt.Thresholds.StreamingLLCMPKC = f
-		default:
-			return nil, fmt.Errorf("lfoc+: unknown scheduler.options key %q (known: period_t, sampling_instructions, fairness_instructions, warmup_intervals, early_stop_llcmpkc, high_llcmpkc, low_llcmpkc, phase_window, streaming_llcmpkc, partition)", k)
-		}
-		if err != nil {
-			return nil, err
-		}
+	var o schedOptions
+	if err := ctlsched.Decode("lfoc+", env.Config, &o, "lfoc+."); err != nil {
+		return nil, err
+	}
+	if err := o.apply(&opt); err != nil {
+		return nil, err
 	}
 	s := &Scheduler{m: m, socketOf: map[int]int{}, lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pending: map[int]time.Duration{}}
 	ctl, err := ctlsched.PerSocket(m.Sockets, func() (*Controller, error) { return New(opt) })
@@ -98,6 +59,46 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		s.mba = m.MBA.Max
 	}
 	return s, nil
+}
+
+// schedOptions are lfoc+'s scheduler.options (see Scheduler); unset keys keep
+// DefaultOptions.
+type schedOptions struct {
+	PeriodT              *float64 `yaml:"period_t"`
+	SamplingInstructions *float64 `yaml:"sampling_instructions"`
+	FairnessInstructions *float64 `yaml:"fairness_instructions"`
+	WarmupIntervals      *int     `yaml:"warmup_intervals"`
+	EarlyStopLLCMPKC     *float64 `yaml:"early_stop_llcmpkc"`
+	HighLLCMPKC          *float64 `yaml:"high_llcmpkc"`
+	LowLLCMPKC           *float64 `yaml:"low_llcmpkc"`
+	PhaseWindow          *int     `yaml:"phase_window"`
+	StreamingLLCMPKC     *float64 `yaml:"streaming_llcmpkc"`
+	Partition            *string  `yaml:"partition"`
+}
+
+func (o schedOptions) apply(opt *Options) error {
+	ctlsched.Seconds(&opt.Period, o.PeriodT)
+	ctlsched.Set(&opt.SamplingInstructions, o.SamplingInstructions)
+	ctlsched.Set(&opt.FairnessInstructions, o.FairnessInstructions)
+	ctlsched.Set(&opt.WarmupIntervals, o.WarmupIntervals)
+	ctlsched.Set(&opt.EarlyStopLLCMPKC, o.EarlyStopLLCMPKC)
+	ctlsched.Set(&opt.HighLLCMPKC, o.HighLLCMPKC)
+	ctlsched.Set(&opt.LowLLCMPKC, o.LowLLCMPKC)
+	ctlsched.Set(&opt.PhaseWindow, o.PhaseWindow)
+	ctlsched.Set(&opt.Thresholds.StreamingLLCMPKC, o.StreamingLLCMPKC)
+	if o.Partition != nil {
+		switch *o.Partition {
+		case "lfoc+":
+			opt.Partition = nil // LFOC+ through the controller's planner
+		case "lfoc":
+			opt.Partition = func(c []policy.Class, cu []policy.AppCurves, w int, p policy.LFOCParams) ([]policy.Cluster, error) {
+				return policy.LFOCClusters(false, c, cu, w, p)
+			}
+		default:
+			return fmt.Errorf("lfoc+: scheduler.options.partition = %v: use lfoc+ or lfoc", *o.Partition)
+		}
+	}
+	return nil
 }
 
 // Name implements sched.Scheduler.

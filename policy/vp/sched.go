@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"time"
 
 	"colo/machine"
 	"colo/policy/ctlsched"
@@ -55,64 +54,61 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 		opt.Skip = []Kind{CPUQuota}
 		s.note = "vp: " + why + ": the cpu-quota rung is skipped"
 	}
-	opts := ctlsched.Scoped(env.Config.Options, "vp.")
-	for _, k := range ctlsched.Keys(opts) {
-		v := opts[k]
-		f, err := ctlsched.Number("vp", k, v)
-		if err != nil {
-			return nil, err
-		}
-		if k == "window" || k == "confine_ways" || k == "mba_floor" || k == "relax_after" {
-			if _, err := ctlsched.Whole("vp", k, v); err != nil {
-				return nil, err
-			}
-		}
-		switch k {
-		case "period_t":
-			opt.Period = time.Duration(f * float64(time.Second))
-		case "hurt_threshold":
-			opt.HurtThreshold = f
-		case "window":
-			opt.Window = int(f)
-		case "saturation":
-			opt.Saturation = f
-		case "saturation_exit":
-			opt.SaturationExit = f
-		case "mf_rise":
-			opt.MFRise = f
-		case "relax_after":
-			opt.RelaxAfter = int(f)
-		case "confine_ways":
-			opt.ConfineWays = int(f)
-		case "mba_floor":
-			opt.MBAFloor = int(f)
-		case "quota_step":
-			opt.QuotaStep = f
-		case "quota_floor":
-			opt.QuotaFloor = f
-		case "priority_weight":
-			if !(f > 0) {
-				return nil, fmt.Errorf("vp: scheduler.options.priority_weight = %v must be positive", f)
-			}
-			s.weight = f
-		case "mpki_low":
-			opt.MPKILow = f
-		case "mpki_high":
-			opt.MPKIHigh = f
-		case "mf_low":
-			opt.MFLow = f
-		case "mf_high":
-			opt.MFHigh = f
-		default:
-			return nil, fmt.Errorf("vp: unknown scheduler.options key %q (known: period_t, hurt_threshold, window, saturation, saturation_exit, mf_rise, relax_after, confine_ways, mba_floor, quota_step, quota_floor, priority_weight, mpki_low, mpki_high, mf_low, mf_high)", k)
-		}
+	var o schedOptions
+	if err := ctlsched.Decode("vp", env.Config, &o, "vp."); err != nil {
+		return nil, err
 	}
+	if o.PriorityWeight != nil {
+		if !(*o.PriorityWeight > 0) {
+			return nil, fmt.Errorf("vp: scheduler.options.priority_weight = %v must be positive", *o.PriorityWeight)
+		}
+		s.weight = *o.PriorityWeight
+	}
+	o.apply(&opt)
 	c, err := New(m, opt)
 	if err != nil {
 		return nil, err
 	}
 	s.c = c
 	return s, nil
+}
+
+// schedOptions are vp's scheduler.options (see Scheduler); unset keys keep DefaultOptions.
+type schedOptions struct {
+	PeriodT        *float64 `yaml:"period_t"`
+	HurtThreshold  *float64 `yaml:"hurt_threshold"`
+	Window         *int     `yaml:"window"`
+	Saturation     *float64 `yaml:"saturation"`
+	SaturationExit *float64 `yaml:"saturation_exit"`
+	MFRise         *float64 `yaml:"mf_rise"`
+	RelaxAfter     *int     `yaml:"relax_after"`
+	ConfineWays    *int     `yaml:"confine_ways"`
+	MBAFloor       *int     `yaml:"mba_floor"`
+	QuotaStep      *float64 `yaml:"quota_step"`
+	QuotaFloor     *float64 `yaml:"quota_floor"`
+	PriorityWeight *float64 `yaml:"priority_weight"`
+	MPKILow        *float64 `yaml:"mpki_low"`
+	MPKIHigh       *float64 `yaml:"mpki_high"`
+	MFLow          *float64 `yaml:"mf_low"`
+	MFHigh         *float64 `yaml:"mf_high"`
+}
+
+func (o schedOptions) apply(opt *Options) {
+	ctlsched.Seconds(&opt.Period, o.PeriodT)
+	ctlsched.Set(&opt.HurtThreshold, o.HurtThreshold)
+	ctlsched.Set(&opt.Window, o.Window)
+	ctlsched.Set(&opt.Saturation, o.Saturation)
+	ctlsched.Set(&opt.SaturationExit, o.SaturationExit)
+	ctlsched.Set(&opt.MFRise, o.MFRise)
+	ctlsched.Set(&opt.RelaxAfter, o.RelaxAfter)
+	ctlsched.Set(&opt.ConfineWays, o.ConfineWays)
+	ctlsched.Set(&opt.MBAFloor, o.MBAFloor)
+	ctlsched.Set(&opt.QuotaStep, o.QuotaStep)
+	ctlsched.Set(&opt.QuotaFloor, o.QuotaFloor)
+	ctlsched.Set(&opt.MPKILow, o.MPKILow)
+	ctlsched.Set(&opt.MPKIHigh, o.MPKIHigh)
+	ctlsched.Set(&opt.MFLow, o.MFLow)
+	ctlsched.Set(&opt.MFHigh, o.MFHigh)
 }
 
 // Name implements sched.Scheduler.

@@ -23,7 +23,7 @@ func experimentCmd() *cobra.Command {
 		seed             uint64
 		scheduler, stock string
 		profiles         string
-		repeat           bool
+		repeat, tput     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "experiment",
@@ -33,7 +33,10 @@ scripts/k8s-build.sh's cache): once with the stock kube-scheduler (default profi
 with colo-kube-scheduler's colo-scheduler profile. Prints one JSON object: per arm
 pods_placed, mean/p90/worst predicted slowdown, priority_over_target and pods/s; for colo
 also the simulator's prediction of its placements and whether the kwok run matched it
-(and, with --repeat, a second colo run on a new cluster).`,
+(and, with --repeat, a second colo run on a new cluster). pods_per_second counts from the
+first pod's creation (one client, in trace order) to the last binding; --throughput adds
+runs where every pod exists before the scheduler starts (the scheduler's own rate, from
+its process start).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if nodes < 1 || pods < 1 {
@@ -80,6 +83,18 @@ also the simulator's prediction of its placements and whether the kwok run match
 				m, _ := kwokrun.Diff(colo.Placements, again.Placements)
 				out["colo_deterministic"] = m == 0
 			}
+			if tput {
+				for _, a := range []kwokrun.Arm{
+					{Name: "default", Binary: stock, SchedulerName: "default-scheduler", Config: kwokrun.DefaultConfig, Precreate: true},
+					{Name: "colo", Binary: abs, SchedulerName: "colo-scheduler", Config: kwokrun.ColoConfig(seed, 3600), Precreate: true},
+				} {
+					r, err := kwokrun.Run(ctx, tr, lib, a, logf)
+					if err != nil {
+						return fmt.Errorf("%s throughput run: %w", a.Name, err)
+					}
+					out[a.Name+"_throughput"] = map[string]any{"pods_placed": r.PodsPlaced, "pods_per_second": r.PodsPerSecond, "seconds": r.Seconds}
+				}
+			}
 			out["colo_beats_default"] = colo.P90PredSlowdown < def.P90PredSlowdown && colo.PriorityOverTarget < def.PriorityOverTarget && colo.PodsPlaced >= def.PodsPlaced
 			b, _ := json.Marshal(out)
 			fmt.Println(string(b))
@@ -94,5 +109,6 @@ also the simulator's prediction of its placements and whether the kwok run match
 	f.StringVar(&stock, "stock-scheduler", "kube-scheduler", "stock kube-scheduler (name in the binary cache or a path)")
 	f.StringVar(&profiles, "profiles", "", "colo predict data directory (default: embedded SPEC CPU2017)")
 	f.BoolVar(&repeat, "repeat", false, "run colo's arm a second time and compare the placements")
+	f.BoolVar(&tput, "throughput", false, "also measure pods/s with every pod created before the scheduler starts (both arms)")
 	return cmd
 }
