@@ -274,7 +274,7 @@ func TestKilledMidRunReconciles(t *testing.T) {
 		t.Fatalf("a run on mount B changed mount A's system/default: %q, was %q", now, killed)
 	}
 	// colo cleanup
-	did, err := Cleanup(context.Background(), e.state)
+	did, err := Cleanup(context.Background(), e.state, nil)
 	t.Logf("cleanup: %q", did)
 	if err != nil {
 		t.Fatal(err)
