@@ -113,3 +113,12 @@ func PerSocket[C any](sockets int, mk func() (C, error)) ([]C, error) {
 	}
 	return out, nil
 }
+
+// MaxMBA is the machine's unthrottled MBA value (0 without MBA): what a controller that
+// does not throttle bandwidth gives every group.
+func MaxMBA(m *machine.Profile) int {
+	if m.MBA == nil {
+		return 0
+	}
+	return m.MBA.Max
+}

@@ -107,10 +107,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.ctl = ctl
-	if m.MBA != nil {
-		s.mba = m.MBA.Max
-	}
+	s.ctl, s.mba = ctl, ctlsched.MaxMBA(m)
 	return s, nil
 }
 

@@ -176,10 +176,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		d.Log = append(d.Log, fmt.Sprintf("vp: %v", a))
 	}
 	full := s.m.FullMask()
-	maxMBA := 0
-	if s.m.MBA != nil {
-		maxMBA = s.m.MBA.Max
-	}
+	maxMBA := ctlsched.MaxMBA(s.m)
 	from := map[int][]int{} // cores of the re-pinned jobs before this tick
 	for _, cfg := range dec.Configs {
 		id, _ := strconv.Atoi(cfg.ID)
