@@ -34,9 +34,6 @@ func (s *searchState) buildTables(jobs int, tick func(int64)) {
 		if unf {
 			nl = levelCountUnf
 		}
-		if expLevels >= 0 {
-			nl = expLevels
-		}
 		bus.addLevels(nl)
 	}
 	levels := bus.levels()
@@ -176,6 +173,3 @@ func (s *searchState) lowestPressure(jobs int) float64 {
 	}
 	return lo
 }
-
-// expLevels overrides the number of pressure levels (≥ 0) for experiments in tests.
-var expLevels = -1
