@@ -13,7 +13,10 @@ echo "Load average before: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
 echo "| apps | model | policy | time | nodes | gap |"
 echo "|---|---|---|---|---|---|"
-go test -run XXX -bench '^BenchmarkOptc$' -benchtime 1x -timeout 6h ./policy | awk '
+bin=$(mktemp)
+trap 'rm -f "$bin"' EXIT
+go test -c -o "$bin" ./policy # run the binary itself: its lines stream as each search ends
+(cd policy && "$bin" -test.run XXX -test.bench '^BenchmarkOptc$' -test.benchtime 1x -test.timeout 6h) | awk '
 /^BenchmarkOptc\// {
 	split($1, p, "/"); sub("model=", "", p[2]); sub("apps=", "", p[3]); sub("-[0-9]+$", "", p[4])
 	pol = "optc-" p[4]
