@@ -27,7 +27,7 @@ go test -c -o "$bin" ./policy # run the binary itself: its lines stream as each 
 		if ($(i+1) == "nodes") nodes = sprintf("%.0f", $i)
 		if ($(i+1) == "gap%") gap = ($i == 0 ? "0 (optimal)" : sprintf("%.3g %%", $i))
 	}
-	printf "| %s | %s | %s | %s | %s | %s |\n", p[3], model, pol, t, nodes, gap
+	printf "| %s | %s | %s | %s | %s | %s |\n", p[3], model, pol, t, nodes, gap; fflush()
 }'
 echo
 echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
