@@ -261,11 +261,12 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		}
 		d.DefaultMask[sock] = dec.HostMask
 		for _, a := range dec.Allocs {
-			s.jobs.Send(&d, sched.Allocation{Job: s.jobOf[a.ID], Socket: sock, Mask: a.Mask, MBA: s.mba, Reason: "dcat-" + a.State.String()})
+			s.jobs.Want(sched.Allocation{Job: s.jobOf[a.ID], Socket: sock, Mask: a.Mask, MBA: s.mba, Reason: "dcat-" + a.State.String()})
 		}
 		for _, t := range dec.Transitions {
 			d.Log = append(d.Log, fmt.Sprintf("dcat: job %d (%s) %v -> %v", s.jobOf[t.ID], t.ID, t.From, t.To))
 		}
 	}
+	s.jobs.Flush(&d, obs, s.m.CBMRules(), s.name)
 	return d
 }

@@ -148,12 +148,13 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		sort.Strings(ids)
 		for _, sid := range ids {
 			id, _ := strconv.Atoi(sid)
-			s.jobs.Send(&d, sched.Allocation{Job: id, Socket: sock, Mask: dec.Masks[sid], MBA: s.mba, Reason: "lfoc+-" + dec.Mode.String()})
+			s.jobs.Want(sched.Allocation{Job: id, Socket: sock, Mask: dec.Masks[sid], MBA: s.mba, Reason: "lfoc+-" + dec.Mode.String()})
 		}
 		if d.DefaultMask == nil {
 			d.DefaultMask = map[int]uint64{}
 		}
 		d.DefaultMask[sock] = s.m.FullMask()
 	}
+	s.jobs.Flush(&d, obs, s.m.CBMRules(), "lfoc+")
 	return d
 }

@@ -199,8 +199,9 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		if cfg.Mask == full && cfg.MBA == maxMBA {
 			a.Mask, a.MBA = 0, 0 // back to system/default
 		}
-		s.jobs.Send(&d, a)
+		s.jobs.Want(a)
 	}
+	s.jobs.Flush(&d, obs, s.m.CBMRules(), "vp")
 	d.Repin = orderRepins(d.Repin, from)
 	d.DefaultMask = map[int]uint64{}
 	for sock := 0; sock < s.m.Sockets; sock++ {
