@@ -76,7 +76,7 @@ func checkProgress(t *testing.T, label string, args ...string) {
 	_, term := runTerminal(t, args...)
 	for _, want := range []string{label, "% |", "\r"} {
 		if !strings.Contains(term, want) {
-			t.Errorf("colo %s on a terminal: no %q in what it drew:\n%q", strings.Join(args, " "), want, term)
+			t.Errorf("colo %s on a terminal: no %q in what it drew:\n%q", strings.Join(args, " "), want, term[:min(len(term), 600)])
 		}
 	}
 	if !strings.Contains(term, "s:") || !strings.Contains(term, "s]") {
@@ -142,4 +142,24 @@ func TestProgressRunLinux(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkProgress(t, "least-loaded", "run", yml, "--no-store")
+}
+
+func TestProgressPartitionOptimalSearch(t *testing.T) {
+	checkProgress(t, "W1 optc-stp", "partition", "--workload", readmeWorkload, "--policy", "optc-stp", "--jobs", "1")
+}
+
+func TestProgressThesis(t *testing.T) {
+	// the three scenarios cut to 5 minutes of virtual time: the bar is what is tested here
+	dir := t.TempDir()
+	for _, f := range []string{"low-demand.yaml", "high-utilization.yaml", "exceeding-demand.yaml", "pool.yaml"} {
+		b, err := os.ReadFile(filepath.Join("../../examples/thesis", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		short := strings.Replace(string(b), "max_t: 3600", "max_t: 300", 1)
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(short), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkProgress(t, "dynamic", "thesis", "--dir", dir)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -80,4 +81,19 @@ func profileBar(train bool, apps int, score bool) *progress.Bar {
 		n++
 	}
 	return progress.Start(int64(n), "predict profile", progress.Unit("steps"))
+}
+
+// searchProgress is the Reporter of partition's exact searches for --progress MODE: auto
+// is the command's (bars on a terminal, none with --quiet), on draws even on a pipe, off
+// draws nothing.
+func searchProgress(mode string, stderr io.Writer) (*progress.Reporter, error) {
+	switch mode {
+	case "auto":
+		return progress.Default(), nil
+	case "on":
+		return progress.Force(stderr), nil
+	case "off":
+		return nil, nil
+	}
+	return nil, badInputf("--progress %q: want auto, on or off", mode)
 }
