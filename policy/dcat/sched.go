@@ -46,7 +46,9 @@ func NewStaticScheduler(env sched.Env) (sched.Scheduler, error) {
 // job's baseline (a job whose baseline can never be admitted is rejected; one that does not
 // fit now waits). Each tick the latest collector sample of every running job is fed to its
 // socket's controller; the decided masks become allocations, the reserved host ways the
-// system/default mask, and the repacking cost the tick's ConsolidatedWays.
+// system/default mask, and the repacking cost the tick's ConsolidatedWays. The allocations
+// are sent within the mount's CLOS budget (ctlsched.Fit): never on another agent's ways,
+// never more distinct masks per socket than control groups are left.
 //
 // The phase signature is retired loads per instruction (the samples' L1References, dCat's
 // l1_ref). On a platform that reports no loads, LLC references per instruction stand in: LLC
