@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"colo/machine"
+	"colo/resctrl/plan"
 	"colo/sched"
 )
 
@@ -68,7 +69,9 @@ type Options struct {
 	Discovery Discovery
 	Host      Host
 	Interval  time.Duration
-	Log       *slog.Logger
+	// StateDir holds the mount's journal (dead instances are undone at start).
+	StateDir string
+	Log      *slog.Logger
 	// Ticked, when set, is called after every tick (tests wait on it).
 	Ticked func(Status)
 }
@@ -79,15 +82,21 @@ type Agent struct {
 	core  *Core
 	start time.Time
 
-	mu       sync.Mutex
-	live     map[string]*live
-	status   Status
-	runtime  struct{ up bool; err string }
+	mu      sync.Mutex
+	live    map[string]*live
+	status  Status
+	runtime struct {
+		up  bool
+		err string
+	}
 	labelErr map[string]int
 	counts   map[string]int // closid-exhausted, rmid-exhausted, apply-errors…
 	def      map[int]uint64 // system/default as applied
 	rdtErr   error
 	notes    []string
+	want     map[string]plan.Want      // per tenant, the allocation the policy wants
+	placed   map[string]plan.Placement // per tenant, where the planner put it
+	saidPlan map[string]bool
 	// killed ends Run at once without undoing anything (tests: kill -9 in process)
 	killed chan struct{}
 }
@@ -104,7 +113,8 @@ func New(o Options) (*Agent, error) {
 		o.Log = slog.Default()
 	}
 	a := &Agent{o: o, core: NewCore(o.Machine, o.Scheduler), live: map[string]*live{},
-		labelErr: map[string]int{}, counts: map[string]int{}, def: map[int]uint64{}, killed: make(chan struct{})}
+		labelErr: map[string]int{}, counts: map[string]int{}, def: map[int]uint64{}, killed: make(chan struct{}),
+		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}, saidPlan: map[string]bool{}}
 	return a, nil
 }
 
@@ -129,7 +139,7 @@ func (a *Agent) note(level slog.Level, msg string, args ...any) {
 // and system/default's schemata restored exactly. It returns nil after a clean shutdown.
 func (a *Agent) Run(ctx context.Context) error {
 	a.start = time.Now()
-	if err := a.reconcile(false); err != nil {
+	if err := a.reconcile(); err != nil {
 		return err
 	}
 	if err := a.saveDefault(); err != nil {
@@ -208,7 +218,7 @@ func (a *Agent) add(c Container) {
 	if known {
 		return
 	}
-	l := &live{socket: mb.Socket}
+	l := &live{tenant: tenantOf(c.ID)}
 	a.mu.Lock()
 	a.live[c.ID] = l
 	a.mu.Unlock()
@@ -217,11 +227,15 @@ func (a *Agent) add(c Container) {
 	} else {
 		a.o.Log.Debug("no counters", "container", c.Name, "err", err)
 	}
+	tids, _ := a.o.Host.Threads(c)
+	a.want[l.tenant] = plan.Want{Tenant: l.tenant, Socket: mb.Socket, Monitor: true, Tasks: tids}
 	if a.rdtErr == nil {
-		a.ensureMon(mb, l)
+		if err := a.replan(); err != nil {
+			a.note(slog.LevelWarn, "no monitoring group", "container", c.Name, "err", err)
+		}
 		a.syncTasks(mb, l)
 	}
-	a.o.Log.Info("container managed", "container", c.Name, "id", short(c.ID), "class", mb.Req.Class, "mon", l.mon)
+	a.o.Log.Info("container managed", "container", c.Name, "id", short(c.ID), "class", mb.Req.Class, "mon", a.placed[l.tenant].Mon)
 }
 
 func (a *Agent) remove(id, why string) {
@@ -235,7 +249,22 @@ func (a *Agent) remove(id, why string) {
 		l.counters.Close()
 	}
 	if a.rdtErr == nil {
-		a.leave(mb, l)
+		// its threads (if any are left) go back to system/default, then its groups go
+		if w, ok := a.want[l.tenant]; ok && a.placed[l.tenant].Group != "" {
+			w.Mask, w.MBA, w.Monitor, w.Tasks = 0, 0, false, nil
+			if tids, err := a.o.Host.Threads(mb.Container); err == nil {
+				w.Tasks = tids
+			}
+			a.want[l.tenant] = w
+			a.replan()
+		}
+	}
+	delete(a.want, l.tenant)
+	if a.rdtErr == nil {
+		if err := a.replan(); err != nil {
+			a.note(slog.LevelWarn, "removing groups", "container", mb.Name, "err", err)
+		}
+		delete(a.placed, l.tenant)
 	}
 	a.mu.Lock()
 	delete(a.live, id)
@@ -284,8 +313,8 @@ func (a *Agent) read(mb *Member, l *live) Reading {
 			r = v
 		}
 	}
-	if a.rdtErr == nil && l.mon != "" && !l.classMon {
-		if occ, tot, loc, err := a.o.Groups.MonData(l.mon); err == nil {
+	if mon := a.placed[l.tenant].Mon; a.rdtErr == nil && mon != "" {
+		if occ, tot, loc, err := a.o.Groups.MonData(mon); err == nil {
 			r.LLCOccupancy, r.MBMTotal, r.MBMLocal = float64(occ), float64(tot), float64(loc)
 			l.monOK = true
 		}
@@ -304,16 +333,25 @@ func (a *Agent) checkResctrl() {
 	case err == nil && a.rdtErr != nil:
 		a.rdtErr = nil
 		a.note(slog.LevelWarn, "resctrl is back; recreating the agent's groups", "root", a.o.Groups.Root())
+		// a new mount holds none of the agent's groups: start from system/default
+		a.placed = map[string]plan.Placement{}
 		for _, l := range a.live {
-			l.ctrl, l.mon, l.classMon, l.mask, l.mba = "", "", false, 0, 0
+			l.classMon, l.refused, l.synced = "", nil, nil
 		}
-		a.o.Journal.Reset()
+		for _, g := range a.o.Journal.Record().Groups {
+			a.o.Journal.DropGroup(g)
+		}
+		a.o.Journal.ClearDefault()
 		a.def = map[int]uint64{}
 		if err := a.saveDefault(); err != nil {
-			a.note(slog.LevelError, "saving system/default", "err", err)
+			a.note(slog.LevelError, "reading system/default", "err", err)
 		}
-		for _, mb := range a.core.Members() {
-			a.ensureMon(mb, a.live[mb.ID])
+		for t, w := range a.want {
+			w.Mask, w.MBA = 0, 0
+			a.want[t] = w
+		}
+		if err := a.replan(); err != nil {
+			a.note(slog.LevelWarn, "recreating monitoring groups", "err", err)
 		}
 	}
 }

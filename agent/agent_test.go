@@ -14,6 +14,7 @@ import (
 	"colo/machine"
 	"colo/resctrl"
 	"colo/resctrl/emu"
+	"colo/resctrl/journal"
 	"colo/sched"
 )
 
@@ -53,7 +54,7 @@ type harness struct {
 	ticks  chan Status
 	cancel context.CancelFunc
 	done   chan error
-	jr     *FileJournal
+	jr     *journal.Journal
 	a      *Agent
 }
 
@@ -63,11 +64,12 @@ func startAgent(t *testing.T, em *emu.Emulator, policy, stateDir string) *harnes
 	if err != nil {
 		t.Fatal(err)
 	}
-	jr, err := OpenJournal(stateDir, "emu:intel")
+	inst := NewInstance()
+	jr, err := OpenJournal(stateDir, "emu:intel", inst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := resctrl.New(em.FS(), resctrl.Options{Prefix: GroupPrefix(jr.State().Instance), AllowDefault: true})
+	c := resctrl.New(em.FS(), resctrl.Options{Prefix: GroupPrefix(inst), AllowDefault: true})
 	g, err := NewResctrl(c, "emu:intel", false)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +83,7 @@ func startAgent(t *testing.T, em *emu.Emulator, policy, stateDir string) *harnes
 	h := &harness{t: t, em: em, rt: &fakeRuntime{ch: make(chan Event)}, host: &fakeHost{threads: map[string][]int{}},
 		ticks: make(chan Status, 1), done: make(chan error, 1), jr: jr}
 	h.a, err = New(Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: h.rt, Host: h.host,
-		Interval: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Interval: 20 * time.Millisecond, StateDir: stateDir, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Ticked: func(st Status) {
 			select {
 			case <-h.ticks:
@@ -117,9 +119,7 @@ func (h *harness) until(what string, ok func(Status) bool) Status {
 
 func (h *harness) stop() error {
 	h.cancel()
-	err := <-h.done
-	h.jr.Close()
-	return err
+	return <-h.done
 }
 
 func newContainer(id string, class Class, threads []int, h *harness) Container {
@@ -162,7 +162,7 @@ func TestAgentStaticCatLifecycleOnEmulator(t *testing.T) {
 	if got := g.Schemata["L3"][doms[0]]; fmt.Sprintf("%#x", got) != p.Mask {
 		t.Errorf("emulator L3 %#x, status mask %s", got, p.Mask)
 	}
-	if !reflect.DeepEqual(g.Tasks, []int{101, 102}) {
+	if !contains(g.Tasks, 101) || !contains(g.Tasks, 102) {
 		t.Errorf("control group tasks %v", g.Tasks)
 	}
 	mg, ok := es.Group(p.MonGroup)
@@ -183,8 +183,11 @@ func TestAgentStaticCatLifecycleOnEmulator(t *testing.T) {
 	// the container exits: its groups go
 	h.rt.ch <- Event{Kind: Gone, ID: prio.ID}
 	h.until("groups removed", func(st Status) bool { return find(st, prio.ID) == nil })
-	if _, ok := em.State().Group(p.CtrlGroup); ok {
-		t.Errorf("control group %s still exists", p.CtrlGroup)
+	if _, ok := em.State().Group(p.MonGroup); ok {
+		t.Errorf("monitoring group %s still exists", p.MonGroup)
+	}
+	if g, ok := em.State().Group(p.CtrlGroup); ok && contains(g.Tasks, 101) {
+		t.Errorf("control group %s still holds the exited container's threads: %v", p.CtrlGroup, g.Tasks)
 	}
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
@@ -215,7 +218,12 @@ func TestAgentReconcilesAfterKill(t *testing.T) {
 		// with the process
 		close(h.a.killed)
 		<-h.done
-		h.jr.Close()
+		// as after kill -9: the record's process is gone
+		r := h.jr.Record()
+		r.PID = 0
+		if err := r.Save(); err != nil {
+			t.Fatal(err)
+		}
 		if len(em.State().Groups) == len(before.Groups) {
 			t.Fatal("the agent created no groups")
 		}
@@ -239,3 +247,64 @@ func TestAgentReconcilesAfterKill(t *testing.T) {
 	}
 }
 
+// With fewer CLOSIDs and RMIDs in resctrl than the policy assumes, containers that get no
+// control group stay in system/default (lost isolation, counted and logged) and those
+// that get no monitoring group of their own are monitored by class or through their
+// control group; shutdown still restores everything.
+func TestAgentDegradesWhenCLOSIDsAndRMIDsRunOut(t *testing.T) {
+	p, err := emu.NamedProfile("intel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.L3.NumCLOSIDs, p.MB.NumCLOSIDs, p.Mon.NumRMIDs = 3, 3, 5
+	em, err := emu.New(p, emu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := em.State()
+	h := startAgent(t, em, "static-cat", t.TempDir())
+	var cs []Container
+	for i := 0; i < 5; i++ {
+		cs = append(cs, newContainer(fmt.Sprintf("dddd%04d", i), Priority, []int{400 + i}, h))
+	}
+	h.rt.ch <- Event{Kind: Sync, Containers: cs}
+	st := h.until("exhaustion handled", func(st Status) bool {
+		return len(st.Containers) == 5 && st.Counts["closid_exhausted"] > 0
+	})
+	ctrl, modes := 0, map[string]int{}
+	for _, c := range st.Containers {
+		if c.CtrlGroup != "" {
+			ctrl++
+		}
+		modes[c.Monitoring]++
+	}
+	// icx-4314-2s has two sockets: a control group holds one allocation per socket
+	if ctrl < 2 || ctrl > 4 {
+		t.Errorf("%d containers have control groups; 3 CLOSIDs leave 2 groups besides system/default", ctrl)
+	}
+	if modes["class"]+modes["control"] == 0 {
+		t.Errorf("no container degraded to class or control-group monitoring: %v", modes)
+	}
+	notes := strings.Join(st.Notes, "\n")
+	if !strings.Contains(notes, "lost isolation") {
+		t.Errorf("degradations not said:\n%s", notes)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := em.State()
+	after.Generation = before.Generation
+	after.Groups[0].Tasks = before.Groups[0].Tasks
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("emulator changed after shutdown:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

@@ -4,22 +4,30 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"colo/resctrl"
+	"colo/resctrl/journal"
+	"colo/resctrl/plan"
 	"colo/sched"
 )
 
-// live is the shell's view of one managed container: its groups as applied and its
-// latest readings.
+// Resctrl changes go through the group planner (colo/resctrl/plan), as on colo run's
+// platforms: every container is a tenant with a monitoring group of its own; the policy's
+// allocation puts it in a control group holding its mask and MBA on its socket — alone,
+// or shared with containers asking for identical values (KPart) — and the planner names,
+// creates, rewrites and removes the groups. Other agents' groups are never touched, their
+// ways never handed out as exclusive. Every mkdir is recorded in the instance's journal
+// (colo/resctrl/journal) before it happens, every rmdir after.
+
+// live is the shell's view of one managed container.
 type live struct {
-	ctrl     string // control group ("" system/default)
-	mon      string // monitoring group ("" none; ctrl when the control group monitors)
-	classMon bool   // mon is its class's shared group (RMIDs ran out)
-	socket   int
-	mask     uint64
-	mba      int
+	tenant   string
+	classMon string // its class's shared monitoring group when RMIDs ran out ("" none)
 	threads  int
 
 	counters    Counters
@@ -28,95 +36,184 @@ type live struct {
 	sample      sched.Sample
 	cpuCores    float64
 	monOK       bool
-	// refused is the last target resctrl refused (not retried until the plan changes)
+	// refused is the last target the planner refused (not retried until the policy
+	// changes it)
 	refused *Target
+	// synced is the thread list last found in the container's groups and when its
+	// groups were last read back (PID sync reads resctrl only when the cgroup's threads
+	// changed, or once a second)
+	synced    []int
+	syncedAt  time.Time
+	syncedMon string
 }
 
-func (a *Agent) key(mb *Member) string {
-	k := mb.ID
-	if len(k) > 12 {
-		k = k[:12]
+var tenantChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+
+// tenantOf names a container's tenant: the first 12 characters of its ID.
+func tenantOf(id string) string {
+	if len(id) > 12 {
+		id = id[:12]
 	}
-	var b strings.Builder
-	for _, r := range k {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return a.o.Groups.Prefix() + b.String()
+	return tenantChars.ReplaceAllString(id, "_")
 }
+
+func (a *Agent) own(name string) bool { return strings.HasPrefix(name, a.o.Groups.Prefix()) }
 
 func exhausted(err error) bool { return resctrl.IsErrno(err, syscall.ENOSPC) }
 
-// create records a group in the journal, then creates it.
-func (a *Agent) create(path string) error {
-	if err := a.o.Journal.Add(path); err != nil {
+// replan plans every container's wish and applies the plan; a refused wish falls back to
+// where the container is.
+func (a *Agent) replan() error {
+	groups, closids, rmids, err := a.o.Groups.PlanState(a.o.Machine, a.own)
+	if err != nil {
 		return err
 	}
-	if err := a.o.Groups.CreateGroup(path); err != nil {
-		a.o.Journal.Drop(path)
-		return err
+	in := plan.Input{Machine: a.o.Machine, CLOSIDs: closids, RMIDs: rmids, Prefix: a.o.Groups.Prefix(), Groups: groups, Placed: a.placed}
+	names := make([]string, 0, len(a.want))
+	for t := range a.want {
+		names = append(names, t)
 	}
+	sort.Strings(names)
+	for _, t := range names {
+		in.Want = append(in.Want, a.want[t])
+	}
+	res := plan.Plan(in)
+	for _, n := range res.Notes {
+		if !a.saidPlan[n] {
+			a.saidPlan[n] = true
+			a.note(slog.LevelInfo, "resctrl: "+n)
+		}
+	}
+	for _, o := range res.Ops { // recorded before they exist
+		if o.Kind == plan.Mkdir {
+			if err := a.o.Journal.AddGroup(o.Group); err != nil {
+				return err
+			}
+		}
+	}
+	aerr := a.o.Groups.ApplyPlan(res.Ops)
+	if aerr == nil {
+		for _, o := range res.Ops {
+			if o.Kind == plan.Rmdir {
+				if err := a.o.Journal.DropGroup(o.Group); err != nil {
+					return err
+				}
+			}
+		}
+		a.placed = res.Placed
+	}
+	var retry []string
+	for _, r := range res.Refused {
+		w, ok := a.want[r.Tenant]
+		if !ok {
+			continue
+		}
+		if strings.Contains(r.Reason, "RMID") && w.Monitor && aerr == nil {
+			// a control group needs an RMID too: isolation matters more than a
+			// monitoring group of its own (its control group will monitor it)
+			w.Monitor = false
+			a.want[r.Tenant] = w
+			retry = append(retry, r.Tenant)
+			continue
+		}
+		pl := a.placed[r.Tenant]
+		w.Mask, w.MBA = pl.Mask, pl.MBA
+		if pl.Group != "" {
+			w.Socket = pl.Socket
+		}
+		a.want[r.Tenant] = w
+		if strings.Contains(r.Reason, "CLOSID") || strings.Contains(r.Reason, "RMID") {
+			a.count("closid_exhausted")
+		} else {
+			a.count("refused")
+		}
+		a.note(slog.LevelWarn, "allocation refused; container stays where it is (lost isolation)", "container", a.nameOf(r.Tenant), "mask", fmt.Sprintf("%#x", r.Mask), "why", r.Reason)
+	}
+	if aerr != nil {
+		a.count("apply_errors")
+		return aerr
+	}
+	if len(retry) > 0 {
+		// the planner frees an RMID only after the new group exists: give the
+		// monitoring groups up first (in system/default), then allocate
+		wanted := map[string]plan.Want{}
+		for _, t := range retry {
+			w := a.want[t]
+			wanted[t] = w
+			w.Mask, w.MBA = 0, 0
+			a.want[t] = w
+		}
+		if err := a.replan(); err != nil {
+			return err
+		}
+		for t, w := range wanted {
+			if _, ok := a.want[t]; ok {
+				a.want[t] = w
+			}
+		}
+		return a.replan()
+	}
+	a.classMonitors()
 	return nil
 }
 
-// destroy removes a group of the agent's, then forgets it.
-func (a *Agent) destroy(path string) error {
-	if path == "" {
-		return nil
-	}
-	if a.o.Groups.Exists(path) {
-		if err := a.o.Groups.RemoveGroup(path); err != nil {
-			return err
+func (a *Agent) nameOf(tenant string) string {
+	for _, mb := range a.core.Members() {
+		if l := a.live[mb.ID]; l != nil && l.tenant == tenant {
+			return mb.Name
 		}
 	}
-	return a.o.Journal.Drop(path)
+	return tenant
 }
 
-// ensureMon gives a container a monitoring group: its own under its control group (or
-// system/default), its class's when RMIDs run out, the control group itself as a last
-// resort.
-func (a *Agent) ensureMon(mb *Member, l *live) {
-	if l.mon != "" {
-		return
-	}
-	name := a.key(mb)
-	path := a.o.Groups.MonPath(l.ctrl, name)
-	err := a.create(path)
-	if err == nil {
-		l.mon, l.classMon = path, false
-		return
-	}
-	if !exhausted(err) {
-		a.count("apply_errors")
-		a.note(slog.LevelWarn, "no monitoring group", "container", mb.Name, "group", path, "err", err)
-		if l.ctrl != "" {
-			l.mon = l.ctrl
+// classMonitors monitors by class the containers the planner could give no monitoring
+// group (RMIDs ran out) and that sit in system/default.
+func (a *Agent) classMonitors() {
+	for _, mb := range a.core.Members() {
+		l := a.live[mb.ID]
+		if l == nil {
+			continue
 		}
-		return
-	}
-	a.count("rmid_exhausted")
-	if l.ctrl != "" {
-		l.mon = l.ctrl // a control group has an RMID of its own
-		return
-	}
-	cls := a.o.Groups.MonPath("", a.o.Groups.Prefix()+"class-"+string(mb.Req.Class))
-	if !a.o.Groups.Exists(cls) {
-		if err := a.create(cls); err != nil {
-			a.note(slog.LevelWarn, "RMIDs exhausted: container is not monitored", "container", mb.Name, "err", err)
-			return
+		pl, placed := a.placed[l.tenant]
+		if !placed || pl.Mon != "" || pl.Group != "" || !a.want[l.tenant].Monitor {
+			l.classMon = ""
+			continue
 		}
+		if l.classMon != "" {
+			continue
+		}
+		a.count("rmid_exhausted")
+		cls := resctrl.MonPath("", a.o.Groups.Prefix()+"class-"+string(mb.Req.Class))
+		if !a.o.Groups.Exists(cls) {
+			if err := a.o.Journal.AddGroup(cls); err != nil {
+				continue
+			}
+			if err := a.o.Groups.CreateGroup(cls); err != nil {
+				a.o.Journal.DropGroup(cls)
+				a.note(slog.LevelWarn, "RMIDs exhausted: container is not monitored", "container", mb.Name, "err", err)
+				continue
+			}
+		}
+		l.classMon = cls
+		a.note(slog.LevelWarn, "RMIDs exhausted: monitoring by class instead of per container", "container", mb.Name, "class", mb.Req.Class, "group", cls)
 	}
-	l.mon, l.classMon = cls, true
-	a.note(slog.LevelWarn, "RMIDs exhausted: monitoring by class instead of per container", "container", mb.Name, "class", mb.Req.Class, "group", cls)
 }
 
 // syncTasks writes the container's threads that are not yet in its groups (containers
 // fork; threads that vanished meanwhile are normal).
 func (a *Agent) syncTasks(mb *Member, l *live) {
-	if l == nil || (l.mon == "" && l.ctrl == "") {
+	if l == nil {
+		return
+	}
+	pl := a.placed[l.tenant]
+	into := pl.Mon
+	if into == "" {
+		into = pl.Group
+	}
+	if into == "" {
+		into = l.classMon
+	}
+	if into == "" {
 		return
 	}
 	tids, err := a.o.Host.Threads(mb.Container)
@@ -124,11 +221,11 @@ func (a *Agent) syncTasks(mb *Member, l *live) {
 		return // exited: the runtime's event follows
 	}
 	l.threads = len(tids)
-	where := l.mon
-	if where == "" {
-		where = l.ctrl
+	if l.syncedMon == into+"|"+pl.Group && time.Since(l.syncedAt) < time.Second && sameInts(tids, l.synced) {
+		return
 	}
-	have, _ := a.o.Groups.Tasks(where)
+	defer func() { l.synced, l.syncedAt, l.syncedMon = tids, time.Now(), into+"|"+pl.Group }()
+	have, _ := a.o.Groups.Tasks(into)
 	in := make(map[int]bool, len(have))
 	for _, t := range have {
 		in[t] = true
@@ -142,44 +239,31 @@ func (a *Agent) syncTasks(mb *Member, l *live) {
 	if len(add) == 0 {
 		return
 	}
-	if l.ctrl != "" && where != l.ctrl {
-		if _, err := a.o.Groups.AddTasks(l.ctrl, add); err != nil {
-			a.o.Log.Debug("moving threads", "container", mb.Name, "group", l.ctrl, "err", err)
+	if pl.Group != "" && into != pl.Group {
+		if _, err := a.o.Groups.AddTasks(pl.Group, add); err != nil {
+			a.o.Log.Debug("moving threads", "container", mb.Name, "group", pl.Group, "err", err)
 			return
 		}
 	}
-	if _, err := a.o.Groups.AddTasks(where, add); err != nil {
-		a.o.Log.Debug("moving threads", "container", mb.Name, "group", where, "err", err)
+	if _, err := a.o.Groups.AddTasks(into, add); err != nil {
+		a.o.Log.Debug("moving threads", "container", mb.Name, "group", into, "err", err)
 	}
 }
 
-// leave returns a container's threads to system/default and removes its groups.
-func (a *Agent) leave(mb *Member, l *live) error {
-	var errs []error
-	if l.ctrl != "" {
-		if tids, err := a.o.Groups.Tasks(l.ctrl); err == nil && len(tids) > 0 {
-			if _, err := a.o.Groups.AddTasks("", tids); err != nil {
-				errs = append(errs, err)
-			}
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
 		}
 	}
-	if l.mon != "" && !l.classMon && l.mon != l.ctrl {
-		errs = append(errs, a.destroy(l.mon))
-	}
-	if l.ctrl != "" {
-		errs = append(errs, a.destroy(l.ctrl))
-	}
-	l.ctrl, l.mon, l.classMon, l.mask, l.mba = "", "", false, 0, 0
-	if err := errors.Join(errs...); err != nil {
-		a.count("apply_errors")
-		a.note(slog.LevelWarn, "removing groups", "container", mb.Name, "err", err)
-		return err
-	}
-	return nil
+	return true
 }
 
 // apply brings resctrl to the plan: system/default first gives up the ways about to be
-// handed out, then each container's group changes, then system/default takes its final
+// handed out, then the planner moves the containers, then system/default takes its final
 // mask (the order of colo run's run loop).
 func (a *Agent) apply(p Plan) {
 	for _, s := range sortedSockets(p.Default) {
@@ -194,13 +278,45 @@ func (a *Agent) apply(p Plan) {
 			a.setDefault(s, inter)
 		}
 	}
+	changed := false
 	for _, mb := range a.core.Members() {
 		l := a.live[mb.ID]
 		t, ok := p.Targets[mb.ID]
 		if !ok || l == nil {
 			continue
 		}
-		a.place(mb, l, t)
+		if l.refused != nil && *l.refused == t {
+			continue
+		}
+		w := a.want[l.tenant]
+		pl := a.placed[l.tenant]
+		if w.Mask == t.Mask && w.MBA == t.MBA && (t.Mask == 0 || w.Socket == t.Socket) && pl.Mask == t.Mask {
+			continue
+		}
+		w.Socket, w.Mask, w.MBA = t.Socket, t.Mask, t.MBA
+		if t.Mask == 0 {
+			w.Monitor = true // back in system/default: a monitoring group of its own again
+		}
+		if tids, err := a.o.Host.Threads(mb.Container); err == nil {
+			w.Tasks = tids
+		}
+		a.want[l.tenant] = w
+		changed = true
+	}
+	if changed {
+		if err := a.replan(); err != nil {
+			a.note(slog.LevelWarn, "applying allocations", "err", err)
+		}
+		for _, mb := range a.core.Members() {
+			if l := a.live[mb.ID]; l != nil {
+				t := p.Targets[mb.ID]
+				l.refused = nil
+				if a.placed[l.tenant].Mask != t.Mask {
+					tc := t
+					l.refused = &tc
+				}
+			}
+		}
 	}
 	for _, s := range sortedSockets(p.Default) {
 		if a.def[s] != p.Default[s] {
@@ -210,6 +326,11 @@ func (a *Agent) apply(p Plan) {
 }
 
 func (a *Agent) setDefault(s int, mask uint64) {
+	if !a.o.Journal.HasDefault() {
+		if text, err := a.o.Groups.SaveDefault(); err == nil {
+			a.o.Journal.SaveDefault(text)
+		}
+	}
 	if err := a.setSocket("", s, mask, 0); err != nil {
 		a.count("apply_errors")
 		a.note(slog.LevelWarn, "system/default mask", "socket", s, "mask", fmt.Sprintf("%#x", mask), "err", err)
@@ -235,104 +356,23 @@ func (a *Agent) setSocket(path string, socket int, mask uint64, mba int) error {
 	return nil
 }
 
-// place moves a container to its target allocation. A target resctrl refused is not
-// tried again until the policy changes it.
-func (a *Agent) place(mb *Member, l *live, t Target) {
-	if l.refused != nil && *l.refused == t {
-		return
+// reconcile undoes what dead instances (a killed agent, a crashed colo run) recorded in
+// the mount's journal: their groups go, system/default gets its recorded schemata back.
+// Live instances' and other agents' groups are never touched.
+func (a *Agent) reconcile() error {
+	done, err := journal.Reconcile(a.o.Groups.FS(), a.o.StateDir, a.o.Groups.Root(), false)
+	for _, u := range done {
+		a.note(slog.LevelWarn, "undid what an earlier instance left", "what", u.String())
 	}
-	l.refused = nil
-	refuse := func() { tc := t; l.refused = &tc }
-	switch {
-	case t.Mask == 0 && l.ctrl != "":
-		a.leave(mb, l)
-		a.ensureMon(mb, l)
-		a.syncTasks(mb, l)
-	case t.Mask != 0 && l.ctrl == "":
-		name := a.key(mb)
-		if err := a.create(name); err != nil {
-			if exhausted(err) {
-				a.count("closid_exhausted")
-				a.note(slog.LevelWarn, "CLOSIDs exhausted: container stays in system/default and loses isolation", "container", mb.Name, "mask", fmt.Sprintf("%#x", t.Mask))
-			} else {
-				a.count("apply_errors")
-				a.note(slog.LevelWarn, "create control group", "container", mb.Name, "err", err)
-			}
-			refuse()
-			return
-		}
-		if err := a.setSocket(name, t.Socket, t.Mask, t.MBA); err != nil {
-			a.count("apply_errors")
-			a.note(slog.LevelWarn, "allocation rejected; container stays in system/default", "container", mb.Name, "err", err)
-			a.destroy(name)
-			refuse()
-			return
-		}
-		oldMon, oldClass := l.mon, l.classMon
-		l.ctrl, l.mon, l.classMon = name, "", false
-		l.socket, l.mask, l.mba = t.Socket, t.Mask, t.MBA
-		if tids, err := a.o.Host.Threads(mb.Container); err == nil {
-			a.o.Groups.AddTasks(name, tids)
-		}
-		if oldMon != "" && !oldClass {
-			a.destroy(oldMon)
-		}
-		a.ensureMon(mb, l)
-		a.syncTasks(mb, l)
-	case t.Mask != 0 && (t.Mask != l.mask || t.MBA != l.mba || t.Socket != l.socket):
-		if err := a.setSocket(l.ctrl, t.Socket, t.Mask, t.MBA); err != nil {
-			a.count("apply_errors")
-			a.note(slog.LevelWarn, "allocation change rejected", "container", mb.Name, "err", err)
-			refuse()
-			return
-		}
-		l.socket, l.mask, l.mba = t.Socket, t.Mask, t.MBA
-	}
-}
-
-// reconcile undoes what an earlier instance with this journal left: its recorded groups
-// (and any other group carrying its prefix) go, system/default gets its recorded
-// schemata back.
-func (a *Agent) reconcile(shutdown bool) error {
-	st := a.o.Journal.State()
-	var removed []string
-	for i := len(st.Groups) - 1; i >= 0; i-- {
-		g := st.Groups[i]
-		if a.o.Groups.Exists(g) {
-			if err := a.o.Groups.RemoveGroup(g); err != nil {
-				return fmt.Errorf("removing group %s left by an earlier agent: %w", g, err)
-			}
-			removed = append(removed, g)
-		}
-	}
-	swept, err := a.o.Groups.Sweep()
 	if err != nil {
-		return fmt.Errorf("removing groups left by an earlier agent: %w", err)
+		return fmt.Errorf("undoing what an earlier instance left on %s: %w", a.o.Groups.Root(), err)
 	}
-	removed = append(removed, swept...)
-	if st.Default != "" {
-		if err := a.o.Groups.RestoreDefault(st.Default); err != nil {
-			return fmt.Errorf("restoring system/default left changed by an earlier agent: %w", err)
-		}
-		if !shutdown {
-			a.note(slog.LevelWarn, "restored system/default schemata left changed by an earlier agent", "schemata", strings.TrimSpace(st.Default))
-		}
-	}
-	if len(removed) > 0 && !shutdown {
-		a.note(slog.LevelWarn, "removed groups left by an earlier agent", "groups", strings.Join(removed, ","))
-	}
-	return a.o.Journal.Reset()
+	return nil
 }
 
-// saveDefault records system/default as found (before any change) and its masks.
+// saveDefault reads system/default's masks (the journal records its schemata before the
+// first change).
 func (a *Agent) saveDefault() error {
-	s, err := a.o.Groups.SaveDefault()
-	if err != nil {
-		return err
-	}
-	if err := a.o.Journal.SetDefault(s); err != nil {
-		return err
-	}
 	for sock := 0; sock < a.o.Machine.Sockets; sock++ {
 		doms, err := resctrl.SocketDomains(a.o.Machine, sock)
 		if err != nil {
@@ -347,29 +387,49 @@ func (a *Agent) saveDefault() error {
 	return nil
 }
 
-// shutdown returns every container to system/default, removes the agent's groups and
-// restores system/default's schemata.
-func (a *Agent) shutdown() error {
+// undo returns every container to system/default, removes the agent's groups and
+// restores system/default's schemata as found.
+func (a *Agent) undo() error {
 	var errs []error
-	if a.rdtErr == nil {
-		for _, mb := range a.core.Members() {
-			if l := a.live[mb.ID]; l != nil {
-				if err := a.leave(mb, l); err != nil {
-					errs = append(errs, err)
-				}
+	a.want = map[string]plan.Want{}
+	if err := a.replan(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, g := range a.o.Journal.Record().Groups { // class groups, leftovers
+		if a.o.Groups.Exists(g) {
+			if err := a.o.Groups.RemoveGroup(g); err != nil {
+				errs = append(errs, err)
+				continue
 			}
 		}
-		if err := a.reconcile(true); err != nil {
+		a.o.Journal.DropGroup(g)
+	}
+	if r := a.o.Journal.Record(); r.Default != "" {
+		if err := a.o.Groups.RestoreDefault(r.Default); err != nil {
 			errs = append(errs, err)
+		} else {
+			a.o.Journal.ClearDefault()
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// shutdown undoes everything and closes the journal (its record goes).
+func (a *Agent) shutdown() error {
+	var err error
+	if a.rdtErr == nil {
+		err = a.undo()
 	}
 	for _, l := range a.live {
 		if l.counters != nil {
 			l.counters.Close()
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("shutdown left changes (the next start retries from the journal): %w", err)
+	if err != nil {
+		return fmt.Errorf("shutdown left changes (the next start undoes them from the journal): %w", err)
+	}
+	if err := a.o.Journal.Close(); err != nil {
+		return err
 	}
 	a.note(slog.LevelInfo, "system/default restored; every agent group removed")
 	return nil

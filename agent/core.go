@@ -37,13 +37,13 @@ const (
 // Member is a container the core manages.
 type Member struct {
 	Container
-	Req    Request      `json:"request"`
-	Job    int          `json:"job"`
-	State  string       `json:"state"`
-	Reason string       `json:"reason,omitempty"`
-	Socket int          `json:"socket"`
-	Mask   uint64       `json:"mask"` // 0: system/default
-	MBA    int          `json:"mba"`  // 0: system/default's
+	Req    Request       `json:"request"`
+	Job    int           `json:"job"`
+	State  string        `json:"state"`
+	Reason string        `json:"reason,omitempty"`
+	Socket int           `json:"socket"`
+	Mask   uint64        `json:"mask"` // 0: system/default
+	MBA    int           `json:"mba"`  // 0: system/default's
 	Since  time.Duration `json:"-"`
 	Last   *sched.Sample `json:"-"`
 }

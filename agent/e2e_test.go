@@ -41,7 +41,7 @@ var (
 
 // colo builds the colo binary (static, so it also goes into the image) once per test
 // binary, and the image `colo image build` makes from it.
-func colo(t *testing.T) (bin, image string) {
+func colo(t testing.TB) (bin, image string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	_, err := docker.Probe(ctx)
@@ -88,7 +88,7 @@ func procExists(pid int) bool {
 	return err == nil
 }
 
-func mountEmulator(t *testing.T) (*emu.Emulator, string) {
+func mountEmulator(t testing.TB) (*emu.Emulator, string) {
 	t.Helper()
 	e, err := emu.NewNamed("intel", emu.Options{PIDExists: procExists})
 	if err != nil {
@@ -103,7 +103,7 @@ func mountEmulator(t *testing.T) (*emu.Emulator, string) {
 	return e, dir
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -115,7 +115,7 @@ func freePort(t *testing.T) string {
 
 // runContainer starts a throttled container from the test image with labels; it is
 // removed at cleanup.
-func runContainer(t *testing.T, image, name string, labels ...string) (id string, pid int) {
+func runContainer(t testing.TB, image, name string, labels ...string) (id string, pid int) {
 	t.Helper()
 	args := []string{"run", "-d", "--name", name, "--cpus", "0.05"}
 	for _, l := range labels {
@@ -137,18 +137,31 @@ func runContainer(t *testing.T, image, name string, labels ...string) (id string
 }
 
 type agentProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	addr   string
-	logf   string
-	done   chan error
+	t    testing.TB
+	cmd  *exec.Cmd
+	addr string
+	logf string
+	done chan error
 }
 
-func startAgent(t *testing.T, bin, root, state, policy string) *agentProc {
+func startAgent(t testing.TB, bin, root, state, policy string) *agentProc {
+	t.Helper()
+	return startAgentArgs(t, bin, "--runtime", "docker", "--policy", policy, "--resctrl-root", root, "--state-dir", state)
+}
+
+// startAgentArgs starts `colo agent ARGS --listen <free port> --no-perf` (--interval 100ms
+// unless ARGS give one).
+func startAgentArgs(t testing.TB, bin string, args ...string) *agentProc {
 	t.Helper()
 	p := &agentProc{t: t, addr: freePort(t), logf: filepath.Join(t.TempDir(), "agent.log"), done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "agent", "--runtime", "docker", "--policy", policy, "--resctrl-root", root,
-		"--state-dir", state, "--listen", p.addr, "--interval", "100ms", "--no-perf")
+	args = append([]string{"agent"}, args...)
+	if !strings.Contains(strings.Join(args, " "), "--interval") {
+		args = append(args, "--interval", "100ms")
+	}
+	if !strings.Contains(strings.Join(args, " "), "--no-perf") {
+		args = append(args, "--no-perf")
+	}
+	p.cmd = exec.Command(bin, append(args, "--listen", p.addr)...)
 	f, err := os.Create(p.logf)
 	if err != nil {
 		t.Fatal(err)
@@ -248,6 +261,8 @@ func comparable(e *emu.Emulator) emu.State {
 	return s
 }
 
+func equalState(a, b emu.State) bool { return reflect.DeepEqual(a, b) }
+
 func contains(xs []int, x int) bool {
 	for _, v := range xs {
 		if v == x {
@@ -332,7 +347,7 @@ func TestAgentDockerEndToEnd(t *testing.T) {
 
 // scrape runs a real prometheus against the agent and waits for a PromQL query to return
 // one series per container.
-func scrape(t *testing.T, agentAddr, prefix string) {
+func scrape(t testing.TB, agentAddr, prefix string) {
 	t.Helper()
 	prom, err := exec.LookPath("prometheus")
 	testenv.Need(t, "prometheus (apt-get install prometheus; scripts/setup.sh installs it)", err)
@@ -354,37 +369,95 @@ func scrape(t *testing.T, agentAddr, prefix string) {
 	deadline := time.Now().Add(90 * time.Second)
 	var names []string
 	for time.Now().Before(deadline) {
-		names = query(addr, q)
+		names, _ = query(addr, q)
 		if len(names) == 2 {
-			return
+			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Errorf("PromQL %s returned series %v, want one per container (2)\nprometheus:\n%s", q, names, tail(out.String(), 2000))
+	if len(names) != 2 {
+		t.Fatalf("PromQL %s returned series %v, want one per container (2)\nprometheus:\n%s", q, names, tail(out.String(), 2000))
+	}
+	checkDashboard(t, addr, prefix+"-.*", deadline)
 }
 
-func query(addr, q string) []string {
+// checkDashboard runs every PromQL expression of dashboards/colo-agent.json on the real
+// prometheus: each must be accepted, and each must return series except those that need
+// a hardware PMU (IPC, IPCE).
+func checkDashboard(t testing.TB, addr, containers string, deadline time.Time) {
+	t.Helper()
+	b, err := os.ReadFile("../dashboards/colo-agent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			n++
+			expr := strings.ReplaceAll(tg.Expr, "$container", containers)
+			pmu := strings.Contains(expr, "colo_container_ipc")
+			for {
+				names, status := query(addr, expr)
+				if status != "success" {
+					t.Errorf("panel %q: prometheus does not accept %s: %s", p.Title, expr, status)
+					break
+				}
+				if len(names) > 0 || pmu {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("panel %q: %s returns no series", p.Title, expr)
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("dashboard has %d queries", n)
+	}
+}
+
+// query runs an instant PromQL query and returns the series' name labels and the
+// response status ("success", or the error).
+func query(addr, q string) ([]string, string) {
 	resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
 	if err != nil {
-		return nil
+		return nil, err.Error()
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var r struct {
-		Data struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
 			Result []struct {
 				Metric map[string]string `json:"metric"`
 			} `json:"result"`
 		} `json:"data"`
 	}
 	if json.Unmarshal(b, &r) != nil {
-		return nil
+		return nil, string(b)
+	}
+	if r.Status != "success" {
+		return nil, r.Status + ": " + r.Error
 	}
 	var names []string
 	for _, s := range r.Data.Result {
 		names = append(names, s.Metric["name"])
 	}
-	return names
+	return names, r.Status
 }
 
 func tail(s string, n int) string {

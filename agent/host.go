@@ -97,31 +97,33 @@ func (l *linuxCounters) Close() {
 	}
 }
 
-// IPCEUnavailable opens perf counters on the agent's own cgroup, as it will on each
-// container's, and says why IPCE cannot be measured here ("" when it can): it needs
-// hardware cycles and the microarchitecture's stall-cycles raw event.
-func IPCEUnavailable(cpus []int) string {
+// ProbePerf opens perf counters on the agent's own cgroup, as it will on each
+// container's: hardware says whether a PMU counts (else per-container perf is not worth
+// opening: the cgroup's CPU time says as much as software events), noIPCE why IPCE
+// cannot be measured ("" when it can: hardware cycles and the microarchitecture's
+// stall-cycles raw event).
+func ProbePerf(cpus []int) (hardware bool, noIPCE string) {
 	cg, err := rt.CgroupOfPID(os.Getpid())
 	if err != nil {
-		return "perf: the agent's own cgroup: " + err.Error()
+		return false, "perf: the agent's own cgroup: " + err.Error()
 	}
 	if len(cpus) == 0 {
-		return "no online CPUs"
+		return false, "no online CPUs"
 	}
 	c, err := perf.OpenCgroup(cg.PerfEventDir(), cpus[:1], perf.Options{Quiet: true})
 	if err != nil {
-		return err.Error()
+		return false, err.Error()
 	}
 	defer c.Close()
 	if c.Mode() != perf.ModeHardware {
-		return fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
+		return false, fmt.Sprintf("perf counts %s events only (%s)", c.Mode(), c.Reason())
 	}
 	for _, e := range c.Events() {
 		if e == perf.StallsTotal {
-			return ""
+			return true, ""
 		}
 	}
-	return "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
+	return true, "no " + perf.StallsTotal + " raw event for this CPU (perf/events.yaml)"
 }
 
 // PercentMBA corrects a machine detected on an AMD CPU whose resctrl mount describes

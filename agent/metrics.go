@@ -51,7 +51,7 @@ var (
 	descLabelErr = prometheus.NewDesc("colo_label_errors_total",
 		"Container labels whose value was invalid and ignored, by label.", []string{"label"}, nil)
 	descCounts = prometheus.NewDesc("colo_agent_events_total",
-		"Degradations: closid_exhausted (a container lost isolation), rmid_exhausted (monitored by class), apply_errors.", []string{"event"}, nil)
+		"Degradations: closid_exhausted (no CLOSID/RMID: a container lost isolation), rmid_exhausted (monitored by class), refused (the planner refused an allocation, e.g. another agent's ways), apply_errors.", []string{"event"}, nil)
 	descDefault = prometheus.NewDesc("colo_default_llc_mask",
 		"system/default's L3 mask per socket (as a number).", []string{"socket"}, nil)
 	descUp = prometheus.NewDesc("colo_agent_runtime_connected",
@@ -120,19 +120,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, k := range Classes {
 		g(descManaged, float64(byClass[k]), string(k))
 	}
-	for k, v := range st.Decisions.Decisions {
-		n(descDecisions, float64(v), st.Policy, k)
+	for _, k := range []string{"place", "reject", "allocate", "migrate", "probe"} {
+		n(descDecisions, float64(st.Decisions.Decisions[k]), st.Policy, k)
 	}
-	for k, v := range st.Decisions.Ignored {
-		n(descIgnored, float64(v), st.Policy, k)
+	for _, k := range []string{"repin", "quota"} {
+		n(descIgnored, float64(st.Decisions.Ignored[k]), st.Policy, k)
 	}
-	for k, v := range st.Decisions.Probes {
-		n(descProbes, float64(v), k)
+	for _, k := range []string{"requested", "refused"} {
+		n(descProbes, float64(st.Decisions.Probes[k]), k)
 	}
 	for _, k := range []string{LabelClass, LabelTargetIPCE, LabelLLCWays, LabelMBA} {
 		n(descLabelErr, float64(st.LabelErrors[k]), k)
 	}
-	for _, k := range []string{"closid_exhausted", "rmid_exhausted", "apply_errors"} {
+	for _, k := range []string{"closid_exhausted", "rmid_exhausted", "refused", "apply_errors"} {
 		n(descCounts, float64(st.Counts[k]), k)
 	}
 	for s, m := range st.DefaultMasks {

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"colo/resctrl"
+	"colo/resctrl/plan"
 )
 
 // Resctrl implements Groups over colo's resctrl client and its platform adapter (the
@@ -14,6 +17,14 @@ type Resctrl struct {
 	*resctrl.Adapter
 	c     *resctrl.Client
 	local bool // root is a directory (not an in-process FS): Available checks it
+	// monFiles are the mon_data files of a group ("mon_data/mon_L3_00/llc_occupancy"…),
+	// the same for every group of a mount: listed once, then read directly each interval
+	monFiles []string
+	// open keeps each counter file of a real mount open: an interval re-reads it with
+	// pread at offset 0 (seq_file and the emulator regenerate it), saving the path walk
+	// and open/close of every read
+	open map[string]*os.File
+	buf  []byte
 }
 
 // GroupPrefix is the name prefix of an agent instance's groups: "colo-agent.<instance>.".
@@ -52,8 +63,113 @@ func (r *Resctrl) RestoreDefault(text string) error {
 	return r.c.SetSchemata("", s)
 }
 
-// Sweep implements Groups.
-func (r *Resctrl) Sweep() ([]string, error) { return r.c.Reconcile(nil) }
+// MonData implements Groups: the group's counters summed over its L3 domains. The
+// mon_data layout is listed once per mount; each interval reads only the counter files.
+func (r *Resctrl) MonData(path string) (occupancy, mbmTotal, mbmLocal uint64, err error) {
+	fs := r.c.FS()
+	if r.monFiles == nil {
+		doms, err := fs.ReadDir(joinPath(path, "mon_data"))
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		var files []string
+		for _, d := range doms {
+			if !strings.HasPrefix(d, "mon_L3_") || !strings.HasSuffix(d, "/") {
+				continue
+			}
+			for _, f := range []string{"llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"} {
+				files = append(files, "mon_data/"+d+f)
+			}
+		}
+		if len(files) == 0 {
+			return 0, 0, 0, fmt.Errorf("resctrl at %s: no L3 monitoring domains", r.Root())
+		}
+		r.monFiles = files
+	}
+	for _, f := range r.monFiles {
+		b, rerr := r.readCounter(joinPath(path, f))
+		if rerr != nil {
+			if strings.HasSuffix(f, "llc_occupancy") && err == nil {
+				err = rerr
+			}
+			continue // a counter this platform lacks (Unavailable, or no MBM)
+		}
+		v, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if perr != nil {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(f, "llc_occupancy"):
+			occupancy += v
+		case strings.HasSuffix(f, "mbm_total_bytes"):
+			mbmTotal += v
+		default:
+			mbmLocal += v
+		}
+	}
+	return occupancy, mbmTotal, mbmLocal, err
+}
+
+func (r *Resctrl) readCounter(rel string) ([]byte, error) {
+	if !r.local {
+		return r.c.FS().ReadFile(rel)
+	}
+	if r.open == nil {
+		r.open, r.buf = map[string]*os.File{}, make([]byte, 64)
+	}
+	f := r.open[rel]
+	if f == nil {
+		var err error
+		if f, err = os.Open(filepath.Join(r.Root(), rel)); err != nil {
+			return nil, err
+		}
+		r.open[rel] = f
+	}
+	n, err := f.ReadAt(r.buf, 0)
+	if n == 0 && err != nil {
+		f.Close()
+		delete(r.open, rel)
+		return nil, err
+	}
+	return r.buf[:n], nil
+}
+
+// ApplyPlan implements Groups: the open counter files of groups about to be removed are
+// closed first.
+func (r *Resctrl) ApplyPlan(ops []plan.Op) error {
+	for _, o := range ops {
+		if o.Kind == plan.Rmdir {
+			r.closeUnder(o.Group)
+		}
+	}
+	return r.Adapter.ApplyPlan(ops)
+}
+
+// FS implements Groups.
+func (r *Resctrl) FS() resctrl.FS { return r.c.FS() }
+
+// RemoveGroup implements Groups: the group's open counter files are closed first.
+func (r *Resctrl) RemoveGroup(path string) error {
+	r.closeUnder(path)
+	return r.Adapter.RemoveGroup(path)
+}
+
+func (r *Resctrl) closeUnder(path string) {
+	pre := strings.Trim(path, "/") + "/"
+	for k, f := range r.open {
+		if path == "" || strings.HasPrefix(k, pre) {
+			f.Close()
+			delete(r.open, k)
+		}
+	}
+}
+
+func joinPath(dir, file string) string {
+	if dir == "" {
+		return file
+	}
+	return strings.Trim(dir, "/") + "/" + file
+}
 
 // Available implements Groups: the mount still shows its info directory.
 func (r *Resctrl) Available() error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"time"
 
 	"colo/metric"
@@ -87,7 +88,7 @@ func ptr(v float64) *float64 {
 // snapshot builds the status after a tick (run loop only) and publishes it.
 func (a *Agent) snapshot(took time.Duration) Status {
 	m := a.o.Machine
-	st := Status{Instance: a.o.Journal.State().Instance, Policy: a.core.Scheduler(), Interval: a.o.Interval.String(),
+	st := Status{Instance: strings.TrimPrefix(a.o.Journal.Record().Instance, "agent-"), Policy: a.core.Scheduler(), Interval: a.o.Interval.String(),
 		Runtime: a.o.Discovery.Name(), ResctrlRoot: a.o.Groups.Root(), Machine: m.Name, Sockets: m.Sockets,
 		LLCWays: m.LLC.Ways, DefaultMasks: map[string]string{}, Decisions: a.core.Stats(),
 		TickSeconds: took.Seconds(), Updated: time.Now().UTC()}
@@ -102,12 +103,13 @@ func (a *Agent) snapshot(took time.Duration) Status {
 		if l == nil {
 			continue
 		}
+		pl := a.placed[l.tenant]
 		cs := ContainerStatus{ID: mb.ID, Name: mb.Name, Image: mb.Image, Cgroup: mb.Cgroup, Request: mb.Req,
-			State: mb.State, Reason: mb.Reason, Socket: mb.Socket, CtrlGroup: l.ctrl, MonGroup: l.mon,
+			State: mb.State, Reason: mb.Reason, Socket: mb.Socket, CtrlGroup: pl.Group, MonGroup: pl.Mon,
 			Threads: l.threads, CPUSeconds: l.reading.CPUTime.Seconds(), CPUCores: l.cpuCores,
 			Counters: "cputime", Probe: "none", Since: a.start.Add(mb.Since).UTC()}
-		if l.mask != 0 {
-			cs.Mask, cs.Ways, cs.MBA = fmt.Sprintf("%#x", l.mask), bits.OnesCount64(l.mask), l.mba
+		if pl.Mask != 0 {
+			cs.Mask, cs.Ways, cs.MBA = fmt.Sprintf("%#x", pl.Mask), bits.OnesCount64(pl.Mask), pl.MBA
 		}
 		if l.counters != nil {
 			cs.Counters = l.counters.Mode()
@@ -116,16 +118,17 @@ func (a *Agent) snapshot(took time.Duration) Status {
 			cs.Probe = "refused"
 		}
 		switch {
-		case l.mon == "":
-			cs.Monitoring = "none"
-		case l.classMon:
-			cs.Monitoring = "class"
-		case l.mon == l.ctrl:
-			cs.Monitoring = "control"
-		default:
+		case pl.Mon != "":
 			cs.Monitoring = "container"
+		case pl.Group != "":
+			cs.Monitoring, cs.MonGroup = "control", pl.Group
+		case l.classMon != "":
+			cs.Monitoring, cs.MonGroup = "class", l.classMon
+		default:
+			cs.Monitoring = "none"
 		}
-		if l.monOK && !l.classMon {
+		l.monOK = l.monOK && pl.Mon != ""
+		if l.monOK {
 			cs.LLCOccupancyBytes = ptr(l.reading.LLCOccupancy)
 			cs.MBMTotalBytes = ptr(l.reading.MBMTotal)
 			cs.MBMLocalBytes = ptr(l.reading.MBMLocal)

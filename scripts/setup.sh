@@ -31,3 +31,7 @@ if ! docker info >/dev/null 2>&1; then
   done
   docker info >/dev/null 2>&1 || { echo "setup: dockerd did not answer in 60 s; see /var/log/colo-dockerd.log" >&2; exit 1; }
 fi
+
+# containerd v2 + runc + crictl for colo agent's NRI test (and the k8s module), built from
+# the Go module proxy into $HOME/.cache/colo-containerd only when missing.
+bash "$(dirname "$0")/build-containerd.sh" >/dev/null

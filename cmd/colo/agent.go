@@ -38,6 +38,7 @@ type agentFlags struct {
 	logFormat   string
 	logLevel    string
 	noPerf      bool
+	nriSocket   string
 }
 
 func init() {
@@ -71,6 +72,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.runtime, "runtime", "docker", "container runtime to follow: docker, nri or process")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.nriSocket, "nri-socket", agent.DefaultNRISocket, "containerd's NRI socket (--runtime nri)")
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
 	cmd.AddCommand(agentStatusCmd())
 	rootCmd.AddCommand(cmd)
@@ -110,7 +112,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	case "docker":
 		disc = &agent.Docker{Log: log}
 	case "nri", "process":
-		nd, err := newDiscovery(f.runtime, log)
+		nd, err := newDiscovery(f, log)
 		if err != nil {
 			return err
 		}
@@ -145,10 +147,19 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	cpus, _ := rt.OnlineCPUs()
 	env := sched.Env{Machine: m, Config: cfg, CPUQuotaUnavailable: "colo agent does not throttle containers it did not start"}
+	counters := "cgroup CPU time (--no-perf)"
 	if f.noPerf {
 		env.IPCEUnavailable = "--no-perf"
 	} else {
-		env.IPCEUnavailable = agent.IPCEUnavailable(cpus)
+		var hw bool
+		hw, env.IPCEUnavailable = agent.ProbePerf(cpus)
+		if hw {
+			counters = "hardware perf events per cgroup + CPU time"
+		} else {
+			// software events say no more than the cgroup's CPU time: not opened
+			f.noPerf = true
+			counters = "cgroup CPU time (no hardware PMU)"
+		}
 	}
 	s, err := sched.New(cfg.Implementation, env)
 	if err != nil {
@@ -162,18 +173,23 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
 	defer ln.Close()
-	jr, err := agent.OpenJournal(f.stateDir, root)
+	lock, err := agent.TakeLock(f.stateDir, root)
 	if err != nil {
 		return err
 	}
-	defer jr.Close()
-	g, err := agent.OpenResctrl(root, jr.State().Instance)
+	defer lock.Release()
+	instance := agent.NewInstance()
+	g, err := agent.OpenResctrl(root, instance)
 	if err != nil {
 		return fmt.Errorf("resctrl at %s: %w", root, err)
 	}
+	jr, err := agent.OpenJournal(f.stateDir, root, instance)
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
-		Host: agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
-		Interval: f.interval, Log: log})
+		Host:     agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
+		Interval: f.interval, StateDir: f.stateDir, Log: log})
 	if err != nil {
 		return err
 	}
@@ -182,10 +198,11 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// SIGTERM/SIGINT cancel ctx (main's watch, or this one when run outside main)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "resctrl", root,
-		"listen", ln.Addr().String(), "instance", jr.State().Instance, "journal", jr.Path(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable))
+		"listen", ln.Addr().String(), "instance", instance, "journal", jr.Record().File(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable), "counters", counters)
 	err = a.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	srv.Shutdown(sctx)
@@ -194,6 +211,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return err
 	}
 	log.Info("colo agent stopped cleanly")
+	intr.stopped() // SIGTERM is how a daemon is stopped: exit 0 after the clean shutdown
 	return nil
 }
 

@@ -8,11 +8,11 @@ import (
 )
 
 // newDiscovery builds the non-Docker discoveries of colo agent.
-func newDiscovery(name string, log *slog.Logger) (agent.Discovery, error) {
-	switch name {
+func newDiscovery(f agentFlags, log *slog.Logger) (agent.Discovery, error) {
+	switch f.runtime {
 	case "nri":
-		return nil, fmt.Errorf("--runtime nri: the containerd NRI plugin is not built into this colo yet; use --runtime docker")
+		return &agent.NRI{Socket: f.nriSocket, Log: log}, nil
 	default:
-		return nil, fmt.Errorf("--runtime %s: following plain processes is not supported by colo agent yet; use --runtime docker", name)
+		return nil, fmt.Errorf("--runtime %s: following plain processes is not supported by colo agent yet; use --runtime docker or nri", f.runtime)
 	}
 }

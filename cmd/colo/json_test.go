@@ -61,6 +61,7 @@ var jsonRuns = []struct {
 	{"colo resctrl show", []string{"resctrl", "--root", "ROOT", "show", "colo.json", "--json"}},
 	{"colo resctrl mon", []string{"resctrl", "--root", "ROOT", "mon", "colo.json", "--json"}},
 	{"colo resctrl reconcile", []string{"resctrl", "--root", "ROOT", "reconcile", "--state-dir", "STATE", "--json"}},
+	{"colo cleanup", []string{"cleanup", "--state-dir", "STATE", "--json"}},
 }
 
 // leaves lists every runnable command by its full path ("colo machine list").
@@ -121,6 +122,8 @@ func TestEveryResultCommandPrintsOneJSONValue(t *testing.T) {
 		t.Run(strings.ReplaceAll(path, " ", "_"), func(t *testing.T) {
 			if strings.Contains(strings.Join(args, " "), "ROOT") {
 				testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
+			}
+			{
 				args = append([]string(nil), args...)
 				for i, a := range args {
 					switch a {

@@ -192,3 +192,11 @@ func markUsage(c *cobra.Command) {
 		markUsage(sub)
 	}
 }
+
+// stopped marks the first signal as the command's normal way to stop: a daemon (colo
+// agent) that finished its clean shutdown then exits 0, not 128+N.
+func (in *interruption) stopped() {
+	in.mu.Lock()
+	in.sig = nil
+	in.mu.Unlock()
+}

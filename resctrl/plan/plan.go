@@ -581,9 +581,9 @@ func (p *planner) keepMon(w Want, pl Placement) {
 func (p *planner) rmMon(path string) {
 	p.op(Op{Kind: Rmdir, Group: path})
 	p.rmids--
-	ctrl := strings.SplitN(path, "/mon_groups/", 2)[0]
-	if path == "mon_groups/"+strings.TrimPrefix(path, "mon_groups/") {
-		ctrl = ""
+	ctrl, _, _ := strings.Cut(path, "/mon_groups/")
+	if strings.HasPrefix(path, "mon_groups/") {
+		ctrl = "" // under system/default
 	}
 	if g := p.byName[ctrl]; g != nil && g.mons > 0 {
 		g.mons--
