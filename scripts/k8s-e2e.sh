@@ -44,7 +44,7 @@ else
 fi
 
 log "tier 3: real node"
-real_note="not attempted: blocked on colo agent --runtime nri (not built into colo yet), which the tier exists to exercise; containerd v2+runc (scripts/build-containerd.sh) and kubelet (cached) build, but a kubelet node here also needs a local pause image and CRI config (see docs/kubernetes.md, Limits)"
+real_note="not attempted (time): containerd v2+runc+crictl (scripts/build-containerd.sh), kubelet (cached) and colo agent --runtime nri exist; the kubelet configuration for this host and its start-up in testcluster are missing (docs/kubernetes.md, Limits)"
 
 total_s=$(( $(date +%s) - t0 ))
 extra="\"api_tests_ok\":$api_ok,\"real_node_ok\":false,\"real_node\":\"$real_note\",\"build_seconds\":$build_s,\"total_seconds\":$total_s"
