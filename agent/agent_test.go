@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,6 +63,11 @@ type harness struct {
 
 func startAgent(t *testing.T, em *emu.Emulator, policy, stateDir string) *harness {
 	t.Helper()
+	return startAgentWrapped(t, em, policy, stateDir, func(g Groups) Groups { return g })
+}
+
+func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, wrap func(Groups) Groups) *harness {
+	t.Helper()
 	m, err := machine.Get("icx-4314-2s") // the emulator's "intel" profile
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +90,7 @@ func startAgent(t *testing.T, em *emu.Emulator, policy, stateDir string) *harnes
 	}
 	h := &harness{t: t, em: em, rt: &fakeRuntime{ch: make(chan Event)}, host: &fakeHost{threads: map[string][]int{}},
 		ticks: make(chan Status, 1), done: make(chan error, 1), jr: jr}
-	h.a, err = New(Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: h.rt, Host: h.host,
+	h.a, err = New(Options{Machine: m, Scheduler: s, Groups: wrap(g), Journal: jr, Discovery: h.rt, Host: h.host,
 		Interval: 20 * time.Millisecond, StateDir: stateDir, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Ticked: func(st Status) {
 			select {
@@ -307,4 +315,105 @@ func contains(xs []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// vanishing is a mount that can disappear (its Available fails) and come back empty.
+type vanishing struct {
+	Groups
+	mu   sync.Mutex
+	gone bool
+}
+
+func (v *vanishing) Available() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.gone {
+		return errors.New("resctrl is no longer mounted (test)")
+	}
+	return nil
+}
+
+func (v *vanishing) set(gone bool) { v.mu.Lock(); v.gone = gone; v.mu.Unlock() }
+
+// The runtime going away keeps the agent running with its allocations; the resync after
+// the reconnect releases containers that are gone. The resctrl mount disappearing pauses
+// resctrl work (health says why); a new mount gets the groups again.
+func TestAgentRuntimeAndMountOutages(t *testing.T) {
+	em, err := emu.NewNamed("intel", emu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v *vanishing
+	h := startAgentWrapped(t, em, "static-cat", t.TempDir(), func(g Groups) Groups { v = &vanishing{Groups: g}; return v })
+	a1 := newContainer("ffff0001", Priority, []int{501}, h)
+	a2 := newContainer("ffff0002", Class("gold"), []int{502}, h) // invalid: batch, one log line, a metric
+	h.rt.ch <- Event{Kind: Sync, Containers: []Container{a1, a2}}
+	h.until("both allocated", func(st Status) bool {
+		p, b := find(st, a1.ID), find(st, a2.ID)
+		return p != nil && b != nil && p.CtrlGroup != "" && b.CtrlGroup != ""
+	})
+	if code, m := get(h.a, "/metrics"); code != http.StatusOK || !strings.Contains(m, `colo_label_errors_total{label="colo.io/class"} 1`) {
+		t.Errorf("invalid label not counted in /metrics")
+	}
+	if c := find(h.a.Status(), a2.ID); c == nil || c.Request.Class != Batch {
+		t.Errorf("invalid class not treated as batch: %+v", c)
+	}
+	h.rt.ch <- Event{Kind: Down, Err: errors.New("dial unix /var/run/docker.sock: connection refused")}
+	st := h.until("runtime down", func(st Status) bool { return !st.RuntimeConnected })
+	if p := find(st, a1.ID); p == nil || p.CtrlGroup == "" || !strings.Contains(st.RuntimeError, "connection refused") {
+		t.Errorf("while the runtime is down: %+v, error %q", p, st.RuntimeError)
+	}
+	h.rt.ch <- Event{Kind: Sync, Containers: []Container{a1}} // a2 exited meanwhile
+	st = h.until("resynced", func(st Status) bool { return st.RuntimeConnected && find(st, a2.ID) == nil })
+	if find(st, a1.ID) == nil {
+		t.Fatal("a running container was dropped at resync")
+	}
+	mon := find(st, a1.ID).MonGroup
+
+	v.set(true)
+	em.Reset() // what comes back is a fresh mount
+	st = h.until("resctrl reported gone", func(st Status) bool { return st.ResctrlError != "" })
+	if len(st.Containers) != 1 {
+		t.Errorf("containers while resctrl is gone: %d", len(st.Containers))
+	}
+	if code, body := get(h.a, "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "no longer mounted") {
+		t.Errorf("/healthz while resctrl is gone: %d %q", code, body)
+	}
+	v.set(false)
+	st = h.until("groups recreated on the new mount", func(st Status) bool {
+		c := find(st, a1.ID)
+		if st.ResctrlError != "" || c == nil || c.MonGroup == "" {
+			return false
+		}
+		g, ok := em.State().Group(c.MonGroup)
+		return ok && contains(g.Tasks, 501)
+	})
+	if find(st, a1.ID).MonGroup == "" || mon == "" {
+		t.Errorf("monitoring group not recreated")
+	}
+	if code, _ := get(h.a, "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz after resctrl came back: %d", code)
+	}
+	_, metrics := get(h.a, "/metrics")
+	for _, want := range []string{`container_llc_occupancy_bytes{id="/ffff0001",image="colo/test",name="c-ffff0001"}`,
+		`colo_agent_resctrl_available{root="emu:intel"} 1`, `colo_agent_runtime_connected{runtime="fake"} 1`,
+		`colo_container_class{class="priority",id="/ffff0001",image="colo/test",name="c-ffff0001",state="running"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range em.State().Groups {
+		if g.Path != "" {
+			t.Errorf("group %s left after shutdown", g.Path)
+		}
+	}
+}
+
+func get(a *Agent, path string) (int, string) {
+	rec := httptest.NewRecorder()
+	Handler(a.Status, time.Minute).ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	return rec.Code, rec.Body.String()
 }

@@ -203,6 +203,14 @@ func (r *runner) loop() error {
 		}
 		now := pf.Now()
 		if bm.MaxT > 0 && now >= bm.MaxT {
+			// a job whose planned end is max_t (or came before it) completed: only jobs
+			// still running past max_t are killed
+			for _, j := range r.running() {
+				if j.end >= 0 && j.end <= bm.MaxT {
+					r.collect(j, now)
+					r.finish(j, StateCompleted, "")
+				}
+			}
 			break
 		}
 		// arrivals

@@ -151,3 +151,64 @@ func WriteThesisMarkdown(w io.Writer, rows []ThesisRow) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// ThesisRepeatRow is one metric of the comparison over several seeds: the thesis's figure
+// and colo's dynamic − least-loaded difference as a paired mean with its 95 % interval.
+type ThesisRepeatRow struct {
+	Scenario string  `json:"scenario"`
+	Metric   string  `json:"metric"`
+	Thesis   float64 `json:"thesis"`
+	Mean     float64 `json:"colo_mean"`
+	Lo       float64 `json:"colo_ci95_lo"`
+	Hi       float64 `json:"colo_ci95_hi"`
+	N        int     `json:"n"`
+	// Inside says whether the thesis's figure lies in colo's interval.
+	Inside bool `json:"thesis_inside_ci"`
+}
+
+// MarshalJSON writes NaN as null.
+func (r ThesisRepeatRow) MarshalJSON() ([]byte, error) { return marshalNullNaN(r) }
+
+// ThesisRepeat builds the gains over seeds from one RepeatReport per scenario (RunReplica
+// with least-loaded then dynamic): priority, batch and core-weighted global IPCE, in pp.
+func ThesisRepeat(reps []*RepeatReport) ([]ThesisRepeatRow, error) {
+	if len(reps) != len(ThesisScenarios) {
+		return nil, fmt.Errorf("%d reports for %d thesis scenarios", len(reps), len(ThesisScenarios))
+	}
+	var rows []ThesisRepeatRow
+	for i, sc := range ThesisScenarios {
+		if len(reps[i].Diffs) != 1 {
+			return nil, fmt.Errorf("%s: want least-loaded and dynamic", sc.File)
+		}
+		d := reps[i].Diffs[0].Metrics
+		for _, m := range []struct {
+			name, key string
+			thesis    float64
+		}{{"priority IPCE gain", "priority_ipce", sc.PriorityPP}, {"batch IPCE change", "batch_ipce", sc.BatchPP},
+			{"global IPCE gain, core-weighted", "global_ipce_core_weighted", sc.GlobalPP}} {
+			pt := d[m.key]
+			rows = append(rows, ThesisRepeatRow{Scenario: sc.Label, Metric: m.name, Thesis: m.thesis, Mean: pt.Mean,
+				Lo: pt.Lo, Hi: pt.Hi, N: pt.N, Inside: m.thesis >= pt.Lo && m.thesis <= pt.Hi})
+		}
+	}
+	return rows, nil
+}
+
+// WriteThesisRepeatMarkdown writes the rows as a Markdown table.
+func WriteThesisRepeatMarkdown(w io.Writer, rows []ThesisRepeatRow) error {
+	var b strings.Builder
+	b.WriteString("| scenario | metric | thesis | colo, mean over seeds [95 % CI] | thesis inside the interval |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		th, in := "not stated", "–"
+		if !math.IsNaN(r.Thesis) {
+			th = fmt.Sprintf("%+.1f pp", r.Thesis)
+			in = "no"
+			if r.Inside {
+				in = "yes"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %+.2f pp [%+.2f, %+.2f] (n = %d) | %s |\n", r.Scenario, r.Metric, th, r.Mean, r.Lo, r.Hi, r.N, in)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -20,8 +20,8 @@ import (
 	"colo/metric"
 )
 
-// The thesis's five stressors (Table 4.2), named as `colo stress` names its kinds
-// (stress.ThesisStressors; probe/simprobe's tests check that the two agree).
+// The thesis's five stressors (Table 4.2); `colo stress` runs them under these names
+// (stress.KindLLC…).
 const (
 	StressLLC      = "llc"
 	StressMemRead  = "mem-read"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"colo/probe"
 )
 
 // Kinds of continuous load `colo stress KIND` runs (the reporters are measured separately,
@@ -21,17 +23,18 @@ const (
 	// KindCompute is a register-only loop: the cache-insensitive app.
 	KindCompute = "compute"
 	// KindLLC, KindMemRead, KindMemWrite, KindSyscall and KindPrefetch are the thesis's
-	// five sensitivity stressors (seed000.md §2.6, Table 4.2), built in.
-	KindLLC      = "llc"
-	KindMemRead  = "mem-read"
-	KindMemWrite = "mem-write"
-	KindSyscall  = "syscall"
-	KindPrefetch = "prefetch"
+	// five sensitivity stressors (seed000.md §2.6, Table 4.2), built in, under the names
+	// the sensitivity probe gives its segments.
+	KindLLC      = probe.StressLLC
+	KindMemRead  = probe.StressMemRead
+	KindMemWrite = probe.StressMemWrite
+	KindSyscall  = probe.StressSyscall
+	KindPrefetch = probe.StressPrefetch
 )
 
 // ThesisStressors lists the five probe stressors in the thesis's segment order
-// (LLC, MemRead, MemWrite, SysCall, Prefetch; seed000.md §2.6).
-var ThesisStressors = []string{KindLLC, KindMemRead, KindMemWrite, KindSyscall, KindPrefetch}
+// (probe.Stressors: LLC, MemRead, MemWrite, SysCall, Prefetch; seed000.md §2.6).
+var ThesisStressors = probe.Stressors
 
 type kindInfo struct {
 	unit      string

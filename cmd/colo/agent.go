@@ -75,6 +75,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.nriSocket, "nri-socket", agent.DefaultNRISocket, "containerd's NRI socket (--runtime nri)")
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
 	cmd.AddCommand(agentStatusCmd())
+	cmd.Annotations = signalIsStop // a daemon: SIGTERM is its normal stop, exit 0
 	rootCmd.AddCommand(cmd)
 }
 
@@ -183,6 +184,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return fmt.Errorf("resctrl at %s: %w", root, err)
 	}
+	g.Domains = m.LLCDomains()
 	jr, err := agent.OpenJournal(f.stateDir, root, instance)
 	if err != nil {
 		return err

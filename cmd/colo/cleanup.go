@@ -25,7 +25,7 @@ it. Live runs, the node agent, other tools' groups and containers, and your own 
 		Example: "  colo cleanup\n  colo cleanup --state-dir /tmp/state --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			did, err := linux.Cleanup(cmd.Context(), stateDir)
+			did, err := linux.Cleanup(cmd.Context(), stateDir, nil)
 			if asJSON {
 				if did == nil {
 					did = []string{}

@@ -57,9 +57,13 @@ func badInputf(format string, a ...any) error { return usageError{fmt.Errorf(for
 func main() {
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
 	ctx, stop := intr.watch(context.Background())
-	err := rootCmd.ExecuteContext(ctx)
+	c, err := rootCmd.ExecuteContextC(ctx)
 	stop()
-	if code := exitStatus(err, intr.signalled(), os.Stderr); code != 0 {
+	sig := intr.signalled()
+	if err == nil && normalStop(c) {
+		sig = nil // a daemon stopped as asked
+	}
+	if code := exitStatus(err, sig, os.Stderr); code != 0 {
 		os.Exit(code)
 	}
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
+	"colo/internal/progress"
 	"colo/policy"
 	"colo/profile"
 
@@ -69,47 +68,13 @@ func workloadsFrom(set *profile.Set, one, file string) ([]profile.Workload, erro
 	return nil, badInputf("give the applications: --workload a,b,c or --workloads FILE (one comma-separated workload per line)")
 }
 
-// progressBar draws a throttled progress bar on w (stderr) for long searches.
-type progressBar struct {
-	mu    sync.Mutex
-	w     io.Writer
-	label string
-	last  time.Time
-	shown bool
-	start time.Time
-}
-
-func (p *progressBar) update(done, total int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 200*time.Millisecond {
-		return
-	}
-	p.last, p.shown = now, true
-	frac := float64(done) / float64(max(total, 1))
-	frac = min(1, frac)
-	n := int(frac * 30)
-	fmt.Fprintf(p.w, "\r%s [%s%s] %5.1f%% %s", p.label, strings.Repeat("#", n), strings.Repeat(".", 30-n), 100*frac, now.Sub(p.start).Truncate(time.Second))
-}
-
-func (p *progressBar) finish() {
-	if p.shown {
-		fmt.Fprintln(p.w)
-	}
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 func init() {
 	var f evalFlags
 	var th thresholdFlags
 	var workloads, policies string
 	var jobs int
-	var progress, outDir string
+	var timeLimit time.Duration
+	var progressMode, outDir string
 	var apply *applyFlags
 	cmd := &cobra.Command{
 		Use:   "partition",
@@ -149,12 +114,15 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 			if jobs < 0 {
 				return badInputf("--jobs %d: must be >= 1 (0 = all cores)", jobs)
 			}
+			if timeLimit < 0 {
+				return badInputf("--time-limit %v: must be >= 0 (0 = no limit)", timeLimit)
+			}
 			if jobs == 0 {
 				jobs = runtime.NumCPU()
 			}
-			showProgress := progress == "on" || progress == "auto" && isTerminal(os.Stderr)
-			if progress != "on" && progress != "off" && progress != "auto" {
-				return badInputf("--progress %q: want auto, on or off", progress)
+			bars, err := searchProgress(progressMode, cmd.ErrOrStderr())
+			if err != nil {
+				return err
 			}
 			doc := outputDoc{Machine: m.Name, Profiles: set.Source, BWModel: string(model.BW), MaxBW: model.MaxBW}
 			for wi, wl := range wls {
@@ -167,17 +135,13 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 					opt := policy.DefaultOptions()
 					opt.Thresholds = thr
 					opt.Jobs = jobs
-					var bar *progressBar
-					if showProgress {
-						bar = &progressBar{w: cmd.ErrOrStderr(), label: fmt.Sprintf("W%d %s", wi+1, pn), start: time.Now()}
-						opt.Progress = bar.update
-					}
+					opt.TimeLimit = timeLimit
+					bar := bars.Start(0, fmt.Sprintf("W%d %s", wi+1, pn), progress.Unit("steps"))
+					opt.Progress = bar.Update
 					t0 := time.Now()
 					sol, err := policy.Run(pn, in, opt)
 					secs := time.Since(t0).Seconds()
-					if bar != nil {
-						bar.finish()
-					}
+					bar.Done()
 					if err != nil {
 						where := "--workload"
 						if workloads != "" {
@@ -192,6 +156,10 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 					n := len(apps)
 					ro := makeResult(wi+1, pn, wl.Names, sol.AppMasks(n), sol.AppClusters(n), r)
 					ro.Seconds, ro.Nodes = secs, sol.Nodes
+					if timeLimit > 0 && sol.Gap > 0 {
+						ro.Gap = sol.Gap
+						ro.Warnings = append(ro.Warnings, fmt.Sprintf("stopped by --time-limit %v: best found, proven within %.4g %% of the optimum (gap)", timeLimit, 100*sol.Gap))
+					}
 					doc.Results = append(doc.Results, ro)
 				}
 			}
@@ -210,7 +178,8 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 	cmd.Flags().StringVar(&workloads, "workloads", "", "workloads file: one comma-separated workload per line (PBBCache workloads.csv)")
 	cmd.Flags().StringVar(&policies, "policy", "lfoc+", "comma-separated policies: "+strings.Join(policy.Names(), ","))
 	cmd.Flags().IntVar(&jobs, "jobs", 0, "parallel workers of the exact searches (0 = all cores)")
-	cmd.Flags().StringVar(&progress, "progress", "auto", "progress bar on stderr for long searches: auto (when stderr is a terminal), on, off")
+	cmd.Flags().DurationVar(&timeLimit, "time-limit", 0, "stop each optc-* search after this long (e.g. 30s) with its best solution and the proven optimality gap (0 = run to optimality)")
+	cmd.Flags().StringVar(&progressMode, "progress", "auto", "progress bar on stderr for long searches: auto (when stderr is a terminal and not --quiet), on (even on a pipe), off")
 	apply = withApply(cmd, &policies, &f.workload, &workloads) // --apply (partition_apply.go)
 	rootCmd.AddCommand(cmd)
 }

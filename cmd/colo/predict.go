@@ -285,6 +285,13 @@ func measureErr(err error) error {
 	return err
 }
 
+// printWarnings prints a data set's or a result's warnings, one a line.
+func printWarnings(w io.Writer, ws []string) {
+	for _, wn := range ws {
+		fmt.Fprintln(w, "warning:", wn)
+	}
+}
+
 func noteSuffix(n string) string {
 	if n == "" {
 		return ""

@@ -74,9 +74,7 @@ how each affected score was chosen.`,
 				fmt.Fprintf(tw, "%s\t%.6g\t%.4g\t%s\n", s.Competitor, s.Latency, s.MB, s.Note)
 			}
 			tw.Flush()
-			for _, wn := range d.Warnings {
-				fmt.Fprintln(w, "warning:", wn)
-			}
+			printWarnings(w, d.Warnings)
 			return nil
 		},
 	}
@@ -200,9 +198,7 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 			for _, s := range ss {
 				fmt.Fprintf(w, "%s: reporter %.6g → contentiousness %.4g MB (%s)%s\n", s.Competitor, s.Latency, s.MB, m, noteSuffix(s.Note))
 			}
-			for _, wn := range d.Warnings {
-				fmt.Fprintln(w, "warning:", wn)
-			}
+			printWarnings(w, d.Warnings)
 			return nil
 		},
 	}

@@ -117,9 +117,7 @@ al.'s reduction (the dial is the sum of their scores, saturating at the last dia
 				fmt.Fprintln(tw)
 			}
 			tw.Flush()
-			for _, w := range res.Warnings {
-				fmt.Fprintln(out, "warning:", w)
-			}
+			printWarnings(out, res.Warnings)
 			return nil
 		},
 	}

@@ -115,9 +115,7 @@ func printValidate(w io.Writer, o *predict.Validation) error {
 	for _, f := range files {
 		fmt.Fprintf(w, "measurement: %s: %s\n", f, o.MeasurementColumns[f])
 	}
-	for _, wn := range o.Warnings {
-		fmt.Fprintln(w, "warning:", wn)
-	}
+	printWarnings(w, o.Warnings)
 	return nil
 }
 

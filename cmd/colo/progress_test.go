@@ -76,7 +76,7 @@ func checkProgress(t *testing.T, label string, args ...string) {
 	_, term := runTerminal(t, args...)
 	for _, want := range []string{label, "% |", "\r"} {
 		if !strings.Contains(term, want) {
-			t.Errorf("colo %s on a terminal: no %q in what it drew:\n%q", strings.Join(args, " "), want, term)
+			t.Errorf("colo %s on a terminal: no %q in what it drew:\n%q", strings.Join(args, " "), want, term[:min(len(term), 600)])
 		}
 	}
 	if !strings.Contains(term, "s:") || !strings.Contains(term, "s]") {
@@ -125,21 +125,48 @@ func TestRunInterval(t *testing.T) {
 	}
 }
 
-// A Linux run drives real containers (Docker, the colo image) without RDT: 25 s of wall time.
-func TestProgressRunLinux(t *testing.T) {
+// The Linux commands drive real containers (Docker, the colo image, built once for both):
+// a run without RDT and a sensitivity probe.
+func TestProgressLinux(t *testing.T) {
 	r := dockertest.Require(t, docker.Options{})
 	image := dockertest.ColoImage(t, r)
-	old := linux.Defaults
-	linux.Defaults.Image, linux.Defaults.StateDir, linux.Defaults.ResctrlRoot = image, t.TempDir(), "none"
-	t.Cleanup(func() { linux.Defaults = old })
-	yml := filepath.Join(t.TempDir(), "short.yaml")
-	b, err := os.ReadFile("../../examples/linux/no-rdt.yaml")
-	if err != nil {
-		t.Fatal(err)
+	t.Run("run", func(t *testing.T) {
+		old := linux.Defaults
+		linux.Defaults.Image, linux.Defaults.StateDir, linux.Defaults.ResctrlRoot = image, t.TempDir(), "none"
+		t.Cleanup(func() { linux.Defaults = old })
+		yml := filepath.Join(t.TempDir(), "short.yaml")
+		b, err := os.ReadFile("../../examples/linux/no-rdt.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		short := strings.NewReplacer("max_t: 25", "max_t: 4", "length: 20", "length: 3").Replace(string(b))
+		if err := os.WriteFile(yml, []byte(short), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkProgress(t, "least-loaded", "run", yml, "--no-store")
+	})
+	t.Run("probe", func(t *testing.T) {
+		checkProgress(t, "probe sensitivity", "probe", "sensitivity", "--platform", "linux", "--image", image,
+			"--segment", "500ms", "--warmup", "300ms")
+	})
+}
+
+func TestProgressPartitionOptimalSearch(t *testing.T) {
+	checkProgress(t, "W1 optc-stp", "partition", "--workload", readmeWorkload, "--policy", "optc-stp", "--jobs", "1")
+}
+
+func TestProgressThesis(t *testing.T) {
+	// the three scenarios cut to 5 minutes of virtual time: the bar is what is tested here
+	dir := t.TempDir()
+	for _, f := range []string{"low-demand.yaml", "high-utilization.yaml", "exceeding-demand.yaml", "pool.yaml"} {
+		b, err := os.ReadFile(filepath.Join("../../examples/thesis", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		short := strings.Replace(string(b), "max_t: 3600", "max_t: 300", 1)
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(short), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	short := strings.NewReplacer("max_t: 25", "max_t: 4", "length: 20", "length: 3").Replace(string(b))
-	if err := os.WriteFile(yml, []byte(short), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	checkProgress(t, "least-loaded", "run", yml, "--no-store")
+	checkProgress(t, "dynamic", "thesis", "--dir", dir)
 }

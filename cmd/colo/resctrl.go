@@ -249,7 +249,7 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 			if err := prepareMount(mountDir, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			e, err := emu.New(p, emu.Options{})
+			e, err := emu.New(p, emu.Options{PIDExists: emu.HostPIDExists})
 			if err != nil {
 				return badInput(err)
 			}
@@ -272,6 +272,7 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 	}
 	emulate.Flags().StringVar(&profile, "profile", "intel", "emulated platform")
 	emulate.Flags().StringVar(&mountDir, "mount", "", "directory to mount on")
+	emulate.Annotations = signalIsStop // a server: Ctrl-C unmounts and stops it, exit 0
 
 	reconcile := reconcileCmd(&root, out)
 

@@ -129,6 +129,15 @@ func (in *interruption) signalled() os.Signal {
 	return in.sig
 }
 
+// signalIsStop annotates a command for which SIGINT/SIGTERM is the normal way to stop
+// (a daemon such as colo agent): it exits 0 after a clean stop, not 128+signal.
+var signalIsStop = map[string]string{"colo.signal-is-stop": "true"}
+
+// normalStop says whether c treats a signal as its normal stop.
+func normalStop(c *cobra.Command) bool {
+	return c != nil && c.Annotations["colo.signal-is-stop"] == "true"
+}
+
 // leaveBehind registers what a forced exit would leave (see interruption.leave).
 func leaveBehind(what string) (done func()) { return intr.leave(what) }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"colo/bench"
+	"colo/internal/progress"
 
 	"github.com/spf13/cobra"
 )
@@ -13,6 +14,7 @@ func init() {
 	var (
 		dir    string
 		asJSON bool
+		repeat int
 	)
 	cmd := &cobra.Command{
 		Use:   "thesis",
@@ -23,16 +25,23 @@ docs/thesis.md: the thesis's figure, colo's, the difference and its known cause.
 in percentage points of IPCE (docs/thesis.md says why). The output is deterministic: the
 same files give the same bytes.`,
 		Example: `  colo thesis > table.md
-  colo thesis --json`,
+  colo thesis --json
+  colo thesis --repeat 5`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if repeat < 1 {
+				return badInputf("--repeat %d: want ≥ 1", repeat)
+			}
+			if repeat > 1 {
+				return thesisRepeat(c, dir, repeat, asJSON)
+			}
 			var reps []*bench.Report
 			for _, sc := range bench.ThesisScenarios {
 				bm, err := bench.Load(filepath.Join(dir, sc.File))
 				if err != nil {
 					return badInput(err)
 				}
-				rep, err := bench.RunAll(bm, []string{"least-loaded", "dynamic"}, bench.RunOptions{})
+				rep, err := bench.RunAll(bm, []string{"least-loaded", "dynamic"}, bench.RunOptions{Hooks: (&runWatch{}).hooks(0)})
 				if err != nil {
 					return err
 				}
@@ -52,5 +61,35 @@ same files give the same bytes.`,
 	}
 	cmd.Flags().StringVar(&dir, "dir", "examples/thesis", "directory holding the three scenario files")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
+	cmd.Flags().IntVar(&repeat, "repeat", 1, "run each scenario under N seeds (trace seed + 0..N−1, in parallel) and print colo's gains as paired means with 95 % intervals next to the thesis's")
 	rootCmd.AddCommand(cmd)
+}
+
+// thesisRepeat is colo thesis --repeat N: the gains over N seeds per scenario.
+func thesisRepeat(c *cobra.Command, dir string, n int, asJSON bool) error {
+	names := []string{"least-loaded", "dynamic"}
+	bar := progress.Start(int64(n*len(bench.ThesisScenarios)), "thesis --repeat", progress.Unit("runs"))
+	defer bar.Done()
+	var reps []*bench.RepeatReport
+	for _, sc := range bench.ThesisScenarios {
+		bm, err := bench.Load(filepath.Join(dir, sc.File))
+		if err != nil {
+			return badInput(err)
+		}
+		r, err := bench.Repeat(bm, n, 0, -1, bench.RunMetrics,
+			func(_ int, b *bench.Benchmark) (bench.Replica, error) { return bench.RunReplica(b, names) }, func() { bar.Add(1) })
+		if err != nil {
+			return err
+		}
+		reps = append(reps, r)
+	}
+	bar.Done()
+	rows, err := bench.ThesisRepeat(reps)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(c.OutOrStdout(), rows)
+	}
+	return bench.WriteThesisRepeatMarkdown(c.OutOrStdout(), rows)
 }

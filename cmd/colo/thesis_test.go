@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,5 +33,33 @@ func TestThesisTableInDocs(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("row %q missing", want)
 		}
+	}
+}
+
+// colo thesis --repeat gives the gains as intervals over seeds, the same bytes twice.
+func TestThesisRepeat(t *testing.T) {
+	dir := t.TempDir() // the three scenarios cut to 5 minutes
+	for _, f := range []string{"low-demand.yaml", "high-utilization.yaml", "exceeding-demand.yaml", "pool.yaml"} {
+		b, err := os.ReadFile(filepath.Join("../../examples/thesis", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), []byte(strings.Replace(string(b), "max_t: 3600", "max_t: 300", 1)), 0o644)
+	}
+	a, err := runColo(t, "thesis", "--dir", dir, "--repeat", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Metric string   `json:"metric"`
+		Thesis *float64 `json:"thesis"`
+		Mean   float64  `json:"colo_mean"`
+		N      int      `json:"n"`
+	}
+	if err := json.Unmarshal([]byte(a), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, a)
+	}
+	if len(rows) != 9 || rows[0].Metric != "priority IPCE gain" || rows[0].N != 2 || rows[2].Thesis != nil {
+		t.Fatalf("%s", a)
 	}
 }

@@ -62,6 +62,7 @@ CPU, IPC(E) where a hardware PMU measures them, how it is monitored and its prob
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9464", "the agent's --listen address")
 	cmd.Flags().DurationVar(&every, "interval", time.Second, "refresh period")
 	cmd.Flags().IntVarP(&count, "iterations", "n", 0, "stop after N refreshes (0: until interrupted)")
+	cmd.Annotations = signalIsStop // interactive until Ctrl-C: exit 0
 	rootCmd.AddCommand(cmd)
 }
 

@@ -18,8 +18,9 @@ import (
 // (resctrl/journal): the containers (Docker, or the process runtime's workloads) and the
 // Docker network labelled with each dead run, the resctrl groups each recorded on its
 // mount, and system/default's schemata as each found it. Live runs, other agents and
-// everything else are left alone. It returns one line per thing it did.
-func Cleanup(ctx context.Context, stateDir string) ([]string, error) {
+// everything else are left alone. It returns one line per thing it did. mount opens a
+// recorded resctrl root (nil: the filesystem at that path).
+func Cleanup(ctx context.Context, stateDir string, mount func(root string) resctrl.FS) ([]string, error) {
 	rs, err := journal.ListAll(stateDir)
 	if err != nil {
 		return nil, err
@@ -90,7 +91,10 @@ func Cleanup(ctx context.Context, stateDir string) ([]string, error) {
 	sort.Strings(keys)
 	for _, root := range keys {
 		var fsys resctrl.FS
-		if root != "" {
+		switch {
+		case root != "" && mount != nil:
+			fsys = mount(root)
+		case root != "":
 			fsys = resctrl.OSFS{Root: root}
 		}
 		done, err := journal.Reconcile(fsys, stateDir, root, runsDone && len(errs) == 0)

@@ -79,12 +79,14 @@ type spy struct {
 	allocated map[int]int
 	stats     map[int]int // Docker stats samples seen per job
 	perf      map[int]int // samples with the job's perf counters open
+	samples   map[int]int // samples per job
 	mode      string
 }
 
 func (s *spy) opened(p *Platform) { s.mu.Lock(); s.pf = p; s.mu.Unlock() }
 
 func (s *spy) Sample(r bench.SampleRecord) error {
+	s.samples[r.Job]++
 	if j, err := s.pf.get(r.Job); err == nil && j.counter != nil {
 		s.perf[r.Job]++
 		s.mode = string(j.counter.Mode())
@@ -142,15 +144,15 @@ func TestEndToEndEmulator(t *testing.T) {
 	e := newEnv(t)
 	em, dir := mountEmulator(t)
 	bm := loadExample(t, dir)
-	// The example's 14 s trace compressed to 7 s of wall time: each job runs 4 s (40
-	// samples at 100 ms, of which the check below wants 20 with a margin for a loaded
-	// host and ~0.6 s container starts), both co-located for about 3 s.
-	bm.MaxT = 7 * time.Second
+	// The example's 14 s trace compressed: each job runs 4 s from its start, both
+	// co-located for about 3 s. No max_t: the run ends when both jobs have (an event),
+	// however long a loaded host takes to start containers.
+	bm.MaxT = 0
 	for i := range bm.Jobs {
 		bm.Jobs[i].Arrival = min(bm.Jobs[i].Arrival, time.Second)
 		bm.Jobs[i].Length = 4 * time.Second
 	}
-	sp := &spy{t: t, em: em, allocated: map[int]int{}, stats: map[int]int{}, perf: map[int]int{}}
+	sp := &spy{t: t, em: em, allocated: map[int]int{}, stats: map[int]int{}, perf: map[int]int{}, samples: map[int]int{}}
 	o := e.options(nil)
 	o.ResctrlRoot, o.Opened = "", sp.opened
 	useDefaults(t, o)
@@ -176,8 +178,10 @@ func TestEndToEndEmulator(t *testing.T) {
 		if sp.stats[j.ID] == 0 {
 			t.Errorf("job %s: no Docker stats collected", j.Name)
 		}
-		if sp.perf[j.ID] < 20 {
-			t.Errorf("job %s: %d samples with perf counters at 100 ms", j.Name, sp.perf[j.ID])
+		// every sample read the job's perf counters (how many samples 4 s give depends
+		// on the host's load: not asserted)
+		if sp.samples[j.ID] == 0 || sp.perf[j.ID] != sp.samples[j.ID] {
+			t.Errorf("job %s: %d of %d samples with perf counters", j.Name, sp.perf[j.ID], sp.samples[j.ID])
 		}
 	}
 	if s.AllocMismatches != 0 || s.AllocationErrors != 0 {
@@ -274,7 +278,7 @@ func TestKilledMidRunReconciles(t *testing.T) {
 		t.Fatalf("a run on mount B changed mount A's system/default: %q, was %q", now, killed)
 	}
 	// colo cleanup
-	did, err := Cleanup(context.Background(), e.state)
+	did, err := Cleanup(context.Background(), e.state, nil)
 	t.Logf("cleanup: %q", did)
 	if err != nil {
 		t.Fatal(err)

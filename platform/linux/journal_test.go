@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -167,4 +168,65 @@ func mustSchemata(t *testing.T, s string) resctrl.Schemata {
 		t.Fatal(err)
 	}
 	return sc
+}
+
+// colo cleanup after a crash: the dead run's containers and network (by its run label,
+// from its journal), its groups and system/default as found; nothing of a live run.
+func TestCleanupAfterCrash(t *testing.T) {
+	e := newEnv(t)
+	rdt := newEmuRDT(t, "icx-4314-2s")
+	o := e.options(rdt)
+	o.Machine = rdt.m
+	bm := parseBench(t, smokeYAML)
+	live, err := New(nil, o) // a live run beside it keeps everything
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := live.Start(bm.Jobs[1], []int{1}); err != nil {
+		t.Fatal(err)
+	}
+	def0, _ := rdt.DefaultSchemata()
+	pf, err := New(bm, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.Start(bm.Jobs[0], []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.SetAllocation(bm.Jobs[0].ID, 0, 0x3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.SetDefaultMask(0, 0xffc); err != nil {
+		t.Fatal(err)
+	}
+	pf.cancel() // "kill -9"
+	pf.wg.Wait()
+	r := pf.jr.Record()
+	r.Start++
+	if err := r.Save(); err != nil {
+		t.Fatal(err)
+	}
+	did, err := Cleanup(context.Background(), e.state, func(string) resctrl.FS { return rdt.em.FS() })
+	t.Logf("cleanup: %q", did)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(did, "\n")
+	if !strings.Contains(joined, "removed docker") || !strings.Contains(joined, "removed network "+pf.network) || !strings.Contains(joined, "restored system/default") {
+		t.Fatalf("cleanup did %q", did)
+	}
+	if g := rdt.groups(pf.prefix); len(g) != 0 {
+		t.Fatalf("the dead run's groups left: %v", g)
+	}
+	// the live run's container still runs and its groups are there
+	if _, err := live.Read(bm.Jobs[1].ID); err != nil {
+		t.Fatalf("the live run's job: %v", err)
+	}
+	if g := rdt.groups(live.prefix); len(g) != 1 {
+		t.Fatalf("the live run's groups: %v", g)
+	}
+	if d, _ := rdt.DefaultSchemata(); d != def0 {
+		t.Fatalf("system/default %q, want as found %q", d, def0)
+	}
 }

@@ -65,7 +65,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func newEnv(t *testing.T) testEnv {
+func newEnv(t testing.TB) testEnv {
 	t.Helper()
 	r := dockertest.Require(t, docker.Options{})
 	imageOnce.Do(func() {
@@ -81,7 +81,7 @@ func (e testEnv) options(rdt RDT) Options {
 	return Options{Image: e.image, StateDir: e.state, RDT: rdt, ResctrlRoot: "none", Logf: func(string, ...any) {}}
 }
 
-func parseBench(t *testing.T, y string) *bench.Benchmark {
+func parseBench(t testing.TB, y string) *bench.Benchmark {
 	t.Helper()
 	bm, err := bench.Parse("linux-test.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -310,7 +310,11 @@ func TestAllocationsAndCPUTime(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
 	bm := parseBench(t, smokeYAML)
-	pf, err := New(bm, e.options(nil))
+	o := e.options(nil)
+	// a loaded host may take seconds to run a container that exits at once: watch long
+	// enough that the exit is an event seen, not a race lost
+	o.StartGrace = 10 * time.Second
+	pf, err := New(bm, o)
 	if err != nil {
 		t.Fatal(err)
 	}

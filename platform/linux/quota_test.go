@@ -24,26 +24,27 @@ func readCgroupInt(t *testing.T, dir, file string) int64 {
 	return v
 }
 
-// cpuRate is the job's CPU time per wall second over d (cores busy).
-func cpuRate(t *testing.T, pf *Platform, id int, d time.Duration) float64 {
+// throttledCount reads nr_throttled from a cgroup v1 cpu.stat.
+func throttledCount(t *testing.T, dir string) (int64, string) {
 	t.Helper()
-	c0, err := pf.Read(id)
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w0 := time.Now()
-	time.Sleep(d)
-	c1, err := pf.Read(id)
-	if err != nil {
-		t.Fatal(err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "nr_throttled "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n, string(b)
+		}
 	}
-	return (c1.CPUTime - c0.CPUTime).Seconds() / time.Since(w0).Seconds()
+	return 0, string(b)
 }
 
 // TestCPUQuotaOnContainer limits a busy container (stress compute, one core) to 20 % of
 // its core through bench.QuotaSetter: the CFS quota must be visible in the container's
-// cgroup (20 ms per 100 ms), the kernel must throttle it, and its CPU time per second
-// must fall to about the quota (direction asserted, with slack for a shared host).
+// cgroup (20 ms per 100 ms) and the kernel must throttle it (nr_throttled grows: waited
+// on, not timed). How much CPU time it then gets depends on the host's load and is not
+// asserted.
 func TestCPUQuotaOnContainer(t *testing.T) {
 	e := newEnv(t)
 	bm := parseBench(t, smokeYAML)
@@ -67,21 +68,32 @@ func TestCPUQuotaOnContainer(t *testing.T) {
 	if q := readCgroupInt(t, dir, "cpu.cfs_quota_us"); q != -1 {
 		t.Fatalf("a fresh container has quota %d, want -1", q)
 	}
-	free := cpuRate(t, pf, js.ID, 1500*time.Millisecond)
 	if err := pf.SetQuota(js.ID, 0.2); err != nil {
 		t.Fatal(err)
 	}
 	if q, p := readCgroupInt(t, dir, "cpu.cfs_quota_us"), readCgroupInt(t, dir, "cpu.cfs_period_us"); q != 20000 || p != 100000 {
 		t.Fatalf("cgroup quota %d per %d µs, want 20000 per 100000", q, p)
 	}
-	limited := cpuRate(t, pf, js.ID, 1500*time.Millisecond)
-	b, _ := os.ReadFile(filepath.Join(dir, "cpu.stat"))
-	t.Logf("busy container: %.3f cores free, %.3f cores at quota 0.2; cpu.stat %q", free, limited, b)
-	if limited > 0.35 || limited >= free {
-		t.Errorf("CPU rate %.3f cores under a 0.2 quota (free: %.3f): the limit did not bite", limited, free)
+	// Throttling: at 1 ms per 100 ms (the kernel's smallest quota) a busy loop is throttled
+	// as soon as it gets 1 % of a CPU, however loaded the host (at 20 % it may never get
+	// its quota's worth on a busy 2-CPU machine): wait for that event.
+	if err := pf.SetQuota(js.ID, 0.01); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "nr_throttled") || strings.Contains(string(b), "nr_throttled 0\n") {
-		t.Errorf("the kernel never throttled the container: %q", b)
+	if q := readCgroupInt(t, dir, "cpu.cfs_quota_us"); q != 1000 {
+		t.Fatalf("cgroup quota %d µs, want 1000", q)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n, stat := throttledCount(t, dir)
+		if n > 0 {
+			t.Logf("throttled: cpu.stat %q", stat)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel never throttled the container in 60 s: %q", stat)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if err := pf.SetQuota(js.ID, 1); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ package ctlsched
 import (
 	"sort"
 	"strings"
-	"time"
 
 	"colo/machine"
 	"colo/sched"
@@ -90,35 +89,6 @@ func Place(obs *sched.Observation, m *machine.Profile, d *sched.Decisions,
 	return nil, nil
 }
 
-// Stale returns, ascending, the jobs of placed (job ID -> socket) that obs neither shows
-// running nor were placed at obs.Now (pending: job ID -> tick it was placed at): their
-// start failed, and the caller forgets them. Jobs seen running leave pending.
-func Stale(obs *sched.Observation, placed map[int]int, pending map[int]time.Duration) []int {
-	running := map[int]bool{}
-	for _, r := range obs.Running {
-		running[r.ID] = true
-		delete(pending, r.ID)
-	}
-	var gone []int
-	for id := range placed {
-		if !running[id] && pending[id] < obs.Now {
-			gone = append(gone, id)
-		}
-	}
-	sort.Ints(gone)
-	return gone
-}
-
-// Fresh returns the latest sample of a running job if it was not returned before (recorded
-// in lastSeen), else nil: a controller is fed each collector sample once.
-func Fresh(r sched.Running, lastSeen map[int]*sched.Sample) *sched.Sample {
-	if r.Last == nil || r.Last == lastSeen[r.ID] {
-		return nil
-	}
-	lastSeen[r.ID] = r.Last
-	return r.Last
-}
-
 // ValidCounters reports whether every counter of a sample is a number ≥ 0 (the controllers
 // reject a sample with a negative or NaN counter before anything changes).
 func ValidCounters(v ...float64) bool {
@@ -142,4 +112,13 @@ func PerSocket[C any](sockets int, mk func() (C, error)) ([]C, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// MaxMBA is the machine's unthrottled MBA value (0 without MBA): what a controller that
+// does not throttle bandwidth gives every group.
+func MaxMBA(m *machine.Profile) int {
+	if m.MBA == nil {
+		return 0
+	}
+	return m.MBA.Max
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"reflect"
 	"testing"
-	"time"
 
 	"colo/machine"
 	"colo/sched"
@@ -87,21 +86,7 @@ func TestPlaceFIFO(t *testing.T) {
 
 // A placed job that neither runs nor was placed this tick is stale; one placed this tick is
 // not yet; a running one leaves pending. A sample is fresh once.
-func TestStaleFresh(t *testing.T) {
-	placed := map[int]int{1: 0, 2: 0, 3: 1, 4: 1}
-	pending := map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: time.Second, 4: time.Second}
-	smp := &sched.Sample{Instructions: 1}
-	obs := &sched.Observation{Now: 2 * time.Second, Running: []sched.Running{{Job: sched.Job{ID: 3}, Last: smp}}}
-	if g := Stale(obs, placed, pending); !reflect.DeepEqual(g, []int{1, 4}) {
-		t.Fatalf("stale %v, want [1 4]", g)
-	}
-	if _, ok := pending[3]; ok {
-		t.Fatal("a running job stays pending")
-	}
-	seen := map[int]*sched.Sample{}
-	if Fresh(obs.Running[0], seen) != smp || Fresh(obs.Running[0], seen) != nil {
-		t.Fatal("a sample is not returned exactly once")
-	}
+func TestValidCounters(t *testing.T) {
 	if !ValidCounters(0, 1e9) || ValidCounters(1, -1) || ValidCounters(math.NaN()) {
 		t.Fatal("ValidCounters")
 	}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -66,14 +65,10 @@ type Scheduler struct {
 	baseline  int
 	baselines map[string]int
 	ctl       []*Controller // per socket
-	socketOf  map[int]int
-	lastSeen  map[int]*sched.Sample
-	applied   map[int]uint64
-	// pendingPlace holds jobs placed at a tick and not yet seen running.
-	pendingPlace map[int]time.Duration
-	names        map[int]string // job ID -> controller id (its tenant)
-	jobOf        map[string]int
-	mba          int
+	jobs      *ctlsched.Jobs
+	names     map[int]string // job ID -> controller id (its tenant)
+	jobOf     map[string]int
+	mba       int
 	// Reconfigurations counts the decisions that changed a mask; MovedWays the ways the
 	// repacking moved, over the whole run.
 	Reconfigurations int
@@ -90,8 +85,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	opt.MaxCLOS = m.CAT.NumCLOSIDs
 	opt.Sparse = m.CAT.SparseMasks
 	opt.HostWays = max(0, env.Config.ReserveWays)
-	s := &Scheduler{name: "dcat", m: m, baseline: 2, baselines: map[string]int{}, socketOf: map[int]int{},
-		lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pendingPlace: map[int]time.Duration{},
+	s := &Scheduler{name: "dcat", m: m, baseline: 2, baselines: map[string]int{}, jobs: ctlsched.NewJobs(),
 		names: map[int]string{}, jobOf: map[string]int{}}
 	if err := s.parseOptions(env.Config, &opt); err != nil {
 		return nil, err
@@ -113,10 +107,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.ctl = ctl
-	if m.MBA != nil {
-		s.mba = m.MBA.Max
-	}
+	s.ctl, s.mba = ctl, ctlsched.MaxMBA(m)
 	return s, nil
 }
 
@@ -210,12 +201,13 @@ func (s *Scheduler) idOf(j sched.Job) string {
 // Tick implements sched.Scheduler.
 func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	var d sched.Decisions
-	for _, id := range obs.Finished {
-		s.forget(id)
-	}
-	// A job placed earlier that neither runs nor finished (its start failed) is forgotten.
-	for _, id := range ctlsched.Stale(obs, s.socketOf, s.pendingPlace) {
-		s.forget(id)
+	// finished jobs, and jobs placed earlier that neither run nor finished (their start
+	// failed), are forgotten
+	for _, g := range s.jobs.Gone(obs) {
+		cid := s.names[g.ID]
+		_ = s.ctl[g.Socket].Remove(cid)
+		delete(s.jobOf, cid)
+		delete(s.names, g.ID)
 	}
 	reject := func(j sched.Job) string {
 		if b := s.baselineOf(j); b < s.opt.MinWays || b > s.opt.Capacity() {
@@ -230,8 +222,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		}
 		s.names[j.ID] = cid
 		s.jobOf[cid] = j.ID
-		s.socketOf[j.ID] = sock
-		s.pendingPlace[j.ID] = obs.Now
+		s.jobs.Placed(j.ID, sock, obs.Now)
 		return nil
 	}
 	if j, why := ctlsched.Place(obs, s.m, &d, reject, admit); j != nil && why != nil {
@@ -239,14 +230,11 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	}
 	samples := make([][]Sample, len(s.ctl))
 	for _, r := range obs.Running {
-		sock, ok := s.socketOf[r.ID]
-		if !ok {
-			continue
-		}
-		l := ctlsched.Fresh(r, s.lastSeen)
+		l := s.jobs.Fresh(r)
 		if l == nil {
 			continue
 		}
+		sock, _ := s.jobs.Socket(r.ID)
 		loads := l.L1References
 		if loads <= 0 && l.Instructions > 0 {
 			loads = l.LLCReferences // a platform without a load counter
@@ -273,31 +261,11 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		}
 		d.DefaultMask[sock] = dec.HostMask
 		for _, a := range dec.Allocs {
-			id := s.jobOf[a.ID]
-			if s.applied[id] == a.Mask {
-				continue
-			}
-			s.applied[id] = a.Mask
-			d.Allocate = append(d.Allocate, sched.Allocation{Job: id, Socket: sock, Mask: a.Mask, MBA: s.mba, Reason: "dcat-" + a.State.String()})
+			s.jobs.Send(&d, sched.Allocation{Job: s.jobOf[a.ID], Socket: sock, Mask: a.Mask, MBA: s.mba, Reason: "dcat-" + a.State.String()})
 		}
 		for _, t := range dec.Transitions {
 			d.Log = append(d.Log, fmt.Sprintf("dcat: job %d (%s) %v -> %v", s.jobOf[t.ID], t.ID, t.From, t.To))
 		}
 	}
 	return d
-}
-
-func (s *Scheduler) forget(id int) {
-	sock, ok := s.socketOf[id]
-	if !ok {
-		return
-	}
-	cid := s.names[id]
-	_ = s.ctl[sock].Remove(cid)
-	delete(s.jobOf, cid)
-	delete(s.names, id)
-	delete(s.socketOf, id)
-	delete(s.lastSeen, id)
-	delete(s.applied, id)
-	delete(s.pendingPlace, id)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"time"
 
 	"colo/machine"
 	"colo/policy"
@@ -26,13 +25,10 @@ func init() { sched.Register("lfoc+", NewScheduler) }
 // early_stop_llcmpkc (0.5), high_llcmpkc (10), low_llcmpkc (3), phase_window (4),
 // streaming_llcmpkc (Table 1's 10; PBBCache uses 14), partition (lfoc+ | lfoc).
 type Scheduler struct {
-	m        *machine.Profile
-	ctl      []*Controller
-	socketOf map[int]int
-	lastSeen map[int]*sched.Sample
-	applied  map[int]uint64
-	pending  map[int]time.Duration
-	mba      int
+	m    *machine.Profile
+	ctl  []*Controller
+	jobs *ctlsched.Jobs
+	mba  int
 }
 
 // NewScheduler is the sched.Factory of "lfoc+".
@@ -49,15 +45,12 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	if err := o.apply(&opt); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{m: m, socketOf: map[int]int{}, lastSeen: map[int]*sched.Sample{}, applied: map[int]uint64{}, pending: map[int]time.Duration{}}
+	s := &Scheduler{m: m, jobs: ctlsched.NewJobs()}
 	ctl, err := ctlsched.PerSocket(m.Sockets, func() (*Controller, error) { return New(opt) })
 	if err != nil {
 		return nil, err
 	}
-	s.ctl = ctl
-	if m.MBA != nil {
-		s.mba = m.MBA.Max
-	}
+	s.ctl, s.mba = ctl, ctlsched.MaxMBA(m)
 	return s, nil
 }
 
@@ -107,33 +100,17 @@ func (s *Scheduler) Name() string { return "lfoc+" }
 // Controller returns a socket's controller.
 func (s *Scheduler) Controller(socket int) *Controller { return s.ctl[socket] }
 
-func (s *Scheduler) forget(id int) {
-	sock, ok := s.socketOf[id]
-	if !ok {
-		return
-	}
-	_ = s.ctl[sock].Remove(strconv.Itoa(id))
-	delete(s.socketOf, id)
-	delete(s.lastSeen, id)
-	delete(s.applied, id)
-	delete(s.pending, id)
-}
-
 // Tick implements sched.Scheduler.
 func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	var d sched.Decisions
-	for _, id := range obs.Finished {
-		s.forget(id)
-	}
-	for _, id := range ctlsched.Stale(obs, s.socketOf, s.pending) {
-		s.forget(id)
+	for _, g := range s.jobs.Gone(obs) {
+		_ = s.ctl[g.Socket].Remove(strconv.Itoa(g.ID))
 	}
 	admit := func(j sched.Job, sock int) error {
 		if err := s.ctl[sock].Add(strconv.Itoa(j.ID)); err != nil {
 			return err
 		}
-		s.socketOf[j.ID] = sock
-		s.pending[j.ID] = obs.Now
+		s.jobs.Placed(j.ID, sock, obs.Now)
 		return nil
 	}
 	if j, why := ctlsched.Place(obs, s.m, &d, nil, admit); j != nil && why != nil {
@@ -141,14 +118,11 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	}
 	samples := make([][]Sample, len(s.ctl))
 	for _, r := range obs.Running {
-		sock, ok := s.socketOf[r.ID]
-		if !ok {
-			continue
-		}
-		l := ctlsched.Fresh(r, s.lastSeen)
+		l := s.jobs.Fresh(r)
 		if l == nil {
 			continue
 		}
+		sock, _ := s.jobs.Socket(r.ID)
 		samples[sock] = append(samples[sock], Sample{ID: strconv.Itoa(r.ID), Instructions: l.Instructions,
 			Cycles: l.Cycles, LLCMisses: l.LLCMisses, OccupancyBytes: l.LLCOccupancy})
 	}
@@ -174,12 +148,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		sort.Strings(ids)
 		for _, sid := range ids {
 			id, _ := strconv.Atoi(sid)
-			m := dec.Masks[sid]
-			if s.applied[id] == m {
-				continue
-			}
-			s.applied[id] = m
-			d.Allocate = append(d.Allocate, sched.Allocation{Job: id, Socket: sock, Mask: m, MBA: s.mba, Reason: "lfoc+-" + dec.Mode.String()})
+			s.jobs.Send(&d, sched.Allocation{Job: id, Socket: sock, Mask: dec.Masks[sid], MBA: s.mba, Reason: "lfoc+-" + dec.Mode.String()})
 		}
 		if d.DefaultMask == nil {
 			d.DefaultMask = map[int]uint64{}

@@ -30,16 +30,13 @@ func init() { sched.Register("vp", NewScheduler) }
 // (0.5), priority_weight (weight of priority jobs, 2), mpki_low/mpki_high (2/15),
 // mf_low/mf_high (0.25/0.6); keys may carry the prefix "vp." (ctlsched.Scoped).
 type Scheduler struct {
-	m        *machine.Profile
-	c        *Controller
-	weight   float64
-	known    map[int]bool
-	lastSeen map[int]*sched.Sample
-	socket   map[int]int
-	applied  map[int][2]int // mask, mba
-	cores    map[int][]int  // cores the job runs on (as last observed or re-pinned to)
-	quota    map[int]float64
-	note     string // said once in the decision log
+	m      *machine.Profile
+	c      *Controller
+	weight float64
+	jobs   *ctlsched.Jobs
+	cores  map[int][]int // cores the job runs on (as last observed or re-pinned to)
+	quota  map[int]float64
+	note   string // said once in the decision log
 	// Reconfigurations counts the ladder actions and undos over the run.
 	Reconfigurations int
 }
@@ -48,8 +45,7 @@ type Scheduler struct {
 func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	m := env.Machine
 	opt := DefaultOptions(m)
-	s := &Scheduler{m: m, weight: 2, known: map[int]bool{}, lastSeen: map[int]*sched.Sample{},
-		socket: map[int]int{}, applied: map[int][2]int{}, cores: map[int][]int{}, quota: map[int]float64{}}
+	s := &Scheduler{m: m, weight: 2, jobs: ctlsched.NewJobs(), cores: map[int][]int{}, quota: map[int]float64{}}
 	if why := env.CPUQuotaUnavailable; why != "" {
 		opt.Skip = []Kind{CPUQuota}
 		s.note = "vp: " + why + ": the cpu-quota rung is skipped"
@@ -124,34 +120,28 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		d.Log = append(d.Log, s.note)
 		s.note = ""
 	}
-	for _, id := range obs.Finished {
-		if s.known[id] {
-			_ = s.c.Remove(strconv.Itoa(id))
-			delete(s.known, id)
-			delete(s.lastSeen, id)
-			delete(s.applied, id)
-			delete(s.socket, id)
-			delete(s.cores, id)
-			delete(s.quota, id)
-		}
+	for _, g := range s.jobs.Gone(obs) {
+		_ = s.c.Remove(strconv.Itoa(g.ID))
+		delete(s.cores, g.ID)
+		delete(s.quota, g.ID)
 	}
 	ctlsched.Place(obs, s.m, &d, nil, nil)
 	// Where jobs actually run first (the run loop picks the cores of a move), then newcomers.
 	for _, r := range obs.Running {
 		id := strconv.Itoa(r.ID)
-		if s.known[r.ID] && (r.Socket != s.socket[r.ID] || !sameCores(r.Placed, s.coresOf(id))) {
+		if sock, known := s.jobs.Socket(r.ID); known && (r.Socket != sock || !sameCores(r.Placed, s.coresOf(id))) {
 			// a re-pin the run loop could not apply: the job is where it was, in whatever
 			// class it had; the next allocation is written whatever it is
 			_ = s.c.SetCores(id, r.Placed)
-			s.socket[r.ID] = r.Socket
-			s.applied[r.ID] = [2]int{-1, -1}
+			s.jobs.Moved(r.ID, r.Socket)
+			s.jobs.Unsent(r.ID)
 		}
 		s.cores[r.ID] = append([]int(nil), r.Placed...)
 	}
 	var samples []Sample
 	for _, r := range obs.Running {
 		id := strconv.Itoa(r.ID)
-		if !s.known[r.ID] {
+		if _, known := s.jobs.Socket(r.ID); !known {
 			w := 1.0
 			if r.Priority {
 				w = s.weight
@@ -160,10 +150,9 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 				d.Log = append(d.Log, "vp: "+err.Error())
 				continue
 			}
-			s.known[r.ID] = true
-			s.socket[r.ID] = r.Socket
+			s.jobs.Known(r.ID, r.Socket)
 		}
-		l := ctlsched.Fresh(r, s.lastSeen)
+		l := s.jobs.Fresh(r)
 		if l == nil {
 			continue
 		}
@@ -187,14 +176,11 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		d.Log = append(d.Log, fmt.Sprintf("vp: %v", a))
 	}
 	full := s.m.FullMask()
-	maxMBA := 0
-	if s.m.MBA != nil {
-		maxMBA = s.m.MBA.Max
-	}
+	maxMBA := ctlsched.MaxMBA(s.m)
 	from := map[int][]int{} // cores of the re-pinned jobs before this tick
 	for _, cfg := range dec.Configs {
 		id, _ := strconv.Atoi(cfg.ID)
-		if !s.known[id] {
+		if _, known := s.jobs.Socket(id); !known {
 			continue
 		}
 		sock := cfg.socket(s.m)
@@ -202,22 +188,18 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			d.Repin = append(d.Repin, sched.Repin{Job: id, CPUs: append([]int(nil), cfg.Cores...)})
 			from[id] = s.cores[id]
 			s.cores[id] = append([]int(nil), cfg.Cores...)
-			s.socket[id] = sock
-			delete(s.applied, id) // the job leaves its class of service
+			s.jobs.Moved(id, sock)
+			s.jobs.Reset(id) // the job leaves its class of service
 		}
 		if q, ok := s.quota[id]; (ok && q != cfg.Quota) || (!ok && cfg.Quota != 1) {
 			d.Quota = append(d.Quota, sched.QuotaChange{Job: id, Quota: cfg.Quota})
 			s.quota[id] = cfg.Quota
 		}
-		want := [2]int{int(cfg.Mask), cfg.MBA}
+		a := sched.Allocation{Job: id, Socket: sock, Mask: cfg.Mask, MBA: cfg.MBA, Reason: "vp"}
 		if cfg.Mask == full && cfg.MBA == maxMBA {
-			want = [2]int{0, 0}
+			a.Mask, a.MBA = 0, 0 // back to system/default
 		}
-		if prev, ok := s.applied[id]; (ok && prev == want) || (!ok && want == [2]int{0, 0}) {
-			continue
-		}
-		s.applied[id] = want
-		d.Allocate = append(d.Allocate, sched.Allocation{Job: id, Socket: sock, Mask: uint64(want[0]), MBA: want[1], Reason: "vp"})
+		s.jobs.Send(&d, a)
 	}
 	d.Repin = orderRepins(d.Repin, from)
 	d.DefaultMask = map[int]uint64{}

@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+
+	"colo/machine"
 )
 
 // cpuset is a bitmap of logical CPUs.
@@ -141,31 +143,19 @@ func parseMask(str string, n int) (cpuset, bool) {
 	return s, true
 }
 
-// parseList parses a CPU list (bitmap_parselist): "0-3,5". Numbers at or above n fail.
+// parseList parses a CPU list (bitmap_parselist): "0-3,5" (machine.ParseCPUList). Numbers
+// at or above n fail.
 func parseList(str string, n int) (cpuset, bool) {
-	str = strings.TrimSuffix(str, "\n")
-	s := newCPUSet(n)
-	if str == "" {
-		return s, true
+	cpus, err := machine.ParseCPUList(strings.TrimSuffix(str, "\n"))
+	if err != nil {
+		return nil, false
 	}
-	for _, part := range strings.Split(str, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
+	s := newCPUSet(n)
+	for _, c := range cpus {
+		if c >= n {
 			return nil, false
 		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, false
-			}
-		}
-		if b >= n {
-			return nil, false
-		}
-		for i := a; i <= b; i++ {
-			s.set(i)
-		}
+		s.set(c)
 	}
 	return s, true
 }

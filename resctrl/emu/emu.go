@@ -13,16 +13,23 @@
 // that a simulated machine can mirror the allocations; monitoring counters come from a
 // pluggable Source advanced by Tick.
 //
-// Differences from the kernel (documented, deliberate): pseudo-locking is refused as
-// the kernel refuses it on the modelled platforms ("Pseudo-locking not supported" on
-// x86 parts without known prefetch-disable bits, an unknown mode on arm64); moving MON groups between CTRL_MON groups (rename) is
+// Pseudo-locking follows the kernel's state machine where the CPU supports it (the
+// Broadwell-EP profile: Profile.PseudoLock): pseudo-locksetup, then a one-domain
+// schemata write locks the region (bit_usage P, overlapping writes refused); elsewhere
+// "Pseudo-locking not supported" (x86) or an unknown mode (arm64).
+//
+// Differences from the kernel (documented, deliberate): a pseudo-locked group keeps its
+// CLOSID and RMID (the kernel frees them) and no /dev/pseudo_lock device appears;
+// moving MON groups between CTRL_MON groups (rename) is
 // not supported; PID 0 ("the writing task") is not resolved; the root group's tasks file
 // lists only tasks the emulator has been told about.
 package emu
 
 import (
 	"fmt"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -72,6 +79,14 @@ type group struct {
 	mons   map[string]*group
 	cpus   cpuset
 	event  string // mba_MBps_event
+	plr    *plr   // the pseudo-locked region (mode pseudo-locked)
+}
+
+// plr is a pseudo-locked region: one cache domain's bits, locked for the group.
+type plr struct {
+	schema string
+	domain int
+	cbm    uint32
 }
 
 func (g *group) path() string {
@@ -115,6 +130,17 @@ type core struct {
 }
 
 // New builds an emulator freshly mounted with profile p.
+// HostPIDExists is Options.PIDExists for an emulator serving this host's processes (a
+// FUSE mount used by real colo runs): a task exists when /proc has it, so a write of a
+// PID that does not exist fails with ESRCH and "No task N", as the kernel's does.
+func HostPIDExists(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
 func New(p *Profile, opts Options) (*Emulator, error) {
 	if p == nil {
 		return nil, fmt.Errorf("emu: nil profile")

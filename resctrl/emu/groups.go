@@ -51,6 +51,11 @@ func (e *Emulator) Mkdir(path string) error {
 		if g == nil {
 			return syscall.ENOENT
 		}
+		if g.mode == "pseudo-locksetup" || g.mode == "pseudo-locked" {
+			e.cmd()
+			e.status("Pseudo-locking in progress")
+			return syscall.EINVAL
+		}
 		return e.mkdirMon(g, name)
 	}
 	if _, err := e.resolve(c[:len(c)-1]); err != nil {
@@ -97,7 +102,13 @@ func (e *Emulator) mkdirCtrl(name string) error {
 			newCtrl := uint32(s.cache.ShareableBits)
 			usedB := newCtrl
 			for _, o := range e.sortedCtrls() {
-				if o.closid == closid {
+				if o.closid == closid || o.mode == "pseudo-locksetup" {
+					continue // locksetup values mean nothing until the region is locked
+				}
+				if o.mode == "pseudo-locked" {
+					if o.plr.domain == d && e.schemaByName(o.plr.schema).res == s.res {
+						usedB |= o.plr.cbm
+					}
 					continue
 				}
 				val := o.cfg[s.name][d]

@@ -18,9 +18,13 @@ func (e *Emulator) writeMode(g *group, buf string) error {
 	if buf == g.mode {
 		return nil
 	}
+	if g.mode == "pseudo-locked" {
+		e.status("Cannot change pseudo-locked group")
+		return syscall.EINVAL
+	}
 	switch buf {
 	case "shareable":
-		g.mode = "shareable"
+		g.mode = "shareable" // from pseudo-locksetup: rdtgroup_locksetup_exit
 	case "exclusive":
 		if !e.testExclusive(g) {
 			return syscall.EINVAL
@@ -32,16 +36,24 @@ func (e *Emulator) writeMode(g *group, buf string) error {
 			e.status("Unknown or unsupported mode")
 			return syscall.EINVAL
 		}
-		// rdtgroup_locksetup_enter: none of the modelled x86 parts has the
-		// prefetch-disable bits pseudo-locking needs (only some Atom and
-		// Broadwell-D parts do), so it stops at the platform check.
+		// rdtgroup_locksetup_enter, in the kernel's order
 		switch {
 		case g == e.root:
 			e.status("Cannot pseudo-lock default group")
 		case e.p.CDP || e.p.CDPL2:
 			e.status("CDP enabled")
-		default:
+		case !e.p.PseudoLock:
 			e.status("Pseudo-locking not supported")
+		case len(g.mons) > 0:
+			e.status("Monitoring in progress")
+		case len(e.tasksOf(g)) > 0:
+			e.status("Tasks assigned to resource group")
+		case !g.cpus.empty():
+			e.status("CPUs assigned to resource group")
+		default:
+			g.mode = "pseudo-locksetup"
+			e.gen++
+			return nil
 		}
 		return syscall.EINVAL
 	default:

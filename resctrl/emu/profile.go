@@ -71,6 +71,11 @@ type Profile struct {
 	CDP, CDPL2 bool
 	// MBAMBps is the mba_MBps mount option: MB values are MiB/s for the software controller.
 	MBAMBps bool
+	// PseudoLock: the CPU has the prefetch-disable bits cache pseudo-locking needs (the
+	// kernel's get_prefetch_disable_bits: Broadwell-X, i.e. Xeon E5/E7 v4, and Atom
+	// Goldmont / Goldmont Plus); elsewhere pseudo-locksetup is "Pseudo-locking not
+	// supported".
+	PseudoLock bool
 	// Padded selects the older kernels' read format: zero-padded masks (%0*x) and
 	// space-padded MB values (%*u). Newer kernels print both unpadded.
 	Padded bool
@@ -189,6 +194,9 @@ func ProfileFromMachine(m *machine.Profile, variant string) (*Profile, error) {
 		Vendor: m.Vendor,
 		CPUs:   m.Cores() * max(m.ThreadsPerCore, 1),
 		Padded: true,
+		// INTEL_BROADWELL_X (model 0x4F) is Broadwell-EP/EX: Xeon E5 v4 and E7 v4
+		PseudoLock: m.Vendor == machine.Intel && (strings.Contains(m.CPU, "Xeon E5-") || strings.Contains(m.CPU, "Xeon E7-")) &&
+			strings.HasSuffix(m.CPU, " v4"),
 	}
 	if variant != "" {
 		p.Name += "+" + variant

@@ -32,6 +32,18 @@ func (e *Emulator) formatValue(s *schema, v uint32) string {
 
 func (e *Emulator) formatSchemata(g *group) string {
 	var b strings.Builder
+	switch g.mode {
+	case "pseudo-locksetup": // rdtgroup_schemata_show
+		for _, s := range e.schemas {
+			fmt.Fprintf(&b, "%s:uninitialized\n", s.name)
+		}
+		return b.String()
+	case "pseudo-locked":
+		if s := e.schemaByName(g.plr.schema); s != nil {
+			fmt.Fprintf(&b, "%s:%d=%x\n", s.name, g.plr.domain, g.plr.cbm)
+		}
+		return b.String()
+	}
 	for _, s := range e.schemas {
 		if g.closid >= s.closids {
 			continue
@@ -77,7 +89,7 @@ func (e *Emulator) bitUsage(s *schema) string {
 		}
 		fmt.Fprintf(&b, "%d=", d)
 		hw := uint32(s.cache.ShareableBits)
-		var sw, excl uint32
+		var sw, excl, pseudo uint32
 		for _, g := range e.sortedCtrls() {
 			v := g.cfg[s.name][d]
 			switch g.mode {
@@ -85,6 +97,10 @@ func (e *Emulator) bitUsage(s *schema) string {
 				sw |= v
 			case "exclusive":
 				excl |= v
+			case "pseudo-locked":
+				if g.plr.schema == s.name && g.plr.domain == d {
+					pseudo |= g.plr.cbm
+				}
 			}
 		}
 		for i := s.cache.CBMLen - 1; i >= 0; i-- {
@@ -98,6 +114,8 @@ func (e *Emulator) bitUsage(s *schema) string {
 				b.WriteByte('S')
 			case excl&m != 0:
 				b.WriteByte('E')
+			case pseudo&m != 0:
+				b.WriteByte('P')
 			default:
 				b.WriteByte('0')
 			}
@@ -121,6 +139,10 @@ func (e *Emulator) writeSchemata(g *group, buf string) error {
 	}
 	buf = buf[:len(buf)-1]
 	e.cmd()
+	if g.mode == "pseudo-locked" {
+		e.status("Resource group is pseudo-locked")
+		return syscall.EINVAL
+	}
 	var st []staged
 	have := map[string]bool{}
 	for _, line := range strings.Split(buf, "\n") {
@@ -143,11 +165,35 @@ func (e *Emulator) writeSchemata(g *group, buf string) error {
 			return err
 		}
 	}
+	if g.mode == "pseudo-locksetup" {
+		// rdtgroup_pseudo_lock_create: the region is the one cache domain given; the
+		// group becomes pseudo-locked (its CLOS's schemata is not programmed)
+		for _, x := range st {
+			if x.s.isCache() {
+				g.plr = &plr{schema: x.s.name, domain: x.d, cbm: x.val}
+				g.mode = "pseudo-locked"
+				break
+			}
+		}
+		e.gen++
+		return nil
+	}
 	for _, x := range st {
 		g.cfg[x.s.name][x.d] = x.val
 	}
 	e.gen++
 	return nil
+}
+
+// lockedIn says whether a pseudo-locked region exists on schema s's domain d (one per
+// cache instance), and lockedOverlap whether cbm overlaps one.
+func (e *Emulator) lockedIn(s *schema, d int) (found bool, bits uint32) {
+	for _, o := range e.sortedCtrls() {
+		if o.mode == "pseudo-locked" && o.plr.domain == d && e.schemaByName(o.plr.schema).res == s.res {
+			found, bits = true, bits|o.plr.cbm
+		}
+	}
+	return found, bits
 }
 
 func (e *Emulator) parseLine(g *group, s *schema, line string, st *[]staged, have map[string]bool) error {
@@ -172,15 +218,29 @@ func (e *Emulator) parseLine(g *group, s *schema, line string, st *[]staged, hav
 			return syscall.EINVAL
 		}
 		var v uint32
+		setup := g.mode == "pseudo-locksetup"
+		if setup && !s.isCache() {
+			e.status("Cannot pseudo-lock MBA resource")
+			return syscall.EINVAL
+		}
 		if s.isCache() {
+			locked, lbits := e.lockedIn(s, d)
+			if setup && locked {
+				e.status("Pseudo-locked region in hierarchy")
+				return syscall.EINVAL
+			}
 			if v, ok = e.cbmValidate(s, val); !ok {
+				return syscall.EINVAL
+			}
+			if !setup && v&lbits != 0 {
+				e.status("CBM overlaps with pseudo-locked region")
 				return syscall.EINVAL
 			}
 			if e.cbmOverlaps(s, d, v, g.closid, true) {
 				e.status("Overlaps with exclusive group")
 				return syscall.EINVAL
 			}
-			if g.mode == "exclusive" && e.cbmOverlaps(s, d, v, g.closid, false) {
+			if (g.mode == "exclusive" || setup) && e.cbmOverlaps(s, d, v, g.closid, false) {
 				e.status("Overlaps with other group")
 				return syscall.EINVAL
 			}
@@ -197,6 +257,9 @@ func (e *Emulator) parseLine(g *group, s *schema, line string, st *[]staged, hav
 		}
 		have[key] = true
 		*st = append(*st, staged{s, d, v})
+		if setup {
+			return nil // parse_line: a pseudo-locked region is one domain; the rest is ignored
+		}
 	}
 	return nil
 }

@@ -10,6 +10,14 @@ import (
 	"syscall"
 )
 
+// ctrlOf is g's CTRL_MON group (g itself for one).
+func ctrlOf(g *group) *group {
+	if g.ctrl {
+		return g
+	}
+	return g.parent
+}
+
 func (e *Emulator) tasksOf(g *group) []int {
 	var out []int
 	for pid, t := range e.tasks {
@@ -25,6 +33,10 @@ func (e *Emulator) tasksOf(g *group) []int {
 // first failure stops the write and earlier moves stay.
 func (e *Emulator) writeTasks(g *group, buf string) error {
 	e.cmd()
+	if c := ctrlOf(g); c.mode == "pseudo-locksetup" || c.mode == "pseudo-locked" {
+		e.status("Pseudo-locking in progress")
+		return syscall.EINVAL
+	}
 	for buf != "" && buf[0] != '\n' {
 		var tok string
 		tok, buf, _ = strings.Cut(buf, ",")
@@ -57,8 +69,7 @@ func (e *Emulator) moveTask(pid int, g *group) error {
 	}
 	t := e.tasks[pid]
 	if t == nil {
-		t = &task{}
-		e.tasks[pid] = t
+		t = &task{} // in the default group until the move below succeeds
 	}
 	if g.ctrl {
 		t.closid, t.rmid = g.closid, g.rmid
@@ -69,12 +80,17 @@ func (e *Emulator) moveTask(pid int, g *group) error {
 		}
 		t.rmid = g.rmid
 	}
+	e.tasks[pid] = t
 	e.gen++
 	return nil
 }
 
 func (e *Emulator) writeCPUs(g *group, buf string, list bool) error {
 	e.cmd()
+	if c := ctrlOf(g); c.mode == "pseudo-locksetup" || c.mode == "pseudo-locked" {
+		e.status("Pseudo-locking in progress")
+		return syscall.EINVAL
+	}
 	var nm cpuset
 	var ok bool
 	if list {

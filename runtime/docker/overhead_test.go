@@ -122,80 +122,73 @@ func pidOf(name string) int {
 	return 0
 }
 
-// TestCollectorOverhead measures the collector's CPU cost on 30 real containers at 10 Hz
-// and 50 Hz (thesis: 10 Hz was the limit beyond 30 containers, 50 Hz up to 6;
-// seed000.md §1.4). It measures, it does not assert: run with COLO_OVERHEAD=1 -v.
-func TestCollectorOverhead(t *testing.T) {
-	if os.Getenv("COLO_OVERHEAD") != "1" {
-		t.Skip("measurement: set COLO_OVERHEAD=1 (starts 30 containers, runs ~25 s)")
-	}
+// BenchmarkCollectorOverhead measures the collector's CPU cost on 30 real containers
+// (thesis: 10 Hz was the limit beyond 30 containers, 50 Hz up to 6; seed000.md §1.4). One
+// op is one collection round over the 30 containers; cpu-µs/sample is colo's own CPU time
+// per container per sample, %core@10Hz and %core@50Hz what that costs at those rates, and
+// dockerd-µs/op the daemon's CPU time per round.
+//
+//	go test -run '^$' -bench CollectorOverhead ./runtime/docker
+func BenchmarkCollectorOverhead(b *testing.B) {
 	const n = 30
-	f := startFleet(t, n)
+	f := startFleet(b, n)
 	ctx := context.Background()
 	dockerd := pidOf("dockerd")
-	run := func(what string, hz int, dur time.Duration, sample func(i int)) {
-		tick := time.NewTicker(time.Second / time.Duration(hz))
-		defer tick.Stop()
-		c0, d0, w0 := cpuSelf(), cpuOfPID(dockerd), time.Now()
-		rounds := 0
-		for time.Since(w0) < dur {
-			<-tick.C
-			for i := 0; i < n; i++ {
-				sample(i)
+	b.Logf("perf mode: %s, events %v", f.counters[0].Mode(), f.counters[0].Events())
+	round := func(name string, sample func(b *testing.B, i int)) {
+		b.Run(name, func(b *testing.B) {
+			c0, d0 := cpuSelf(), cpuOfPID(dockerd)
+			rounds := 0
+			for b.Loop() {
+				for i := 0; i < n; i++ {
+					sample(b, i)
+				}
+				rounds++
 			}
-			rounds++
-		}
-		wall := time.Since(w0)
-		self := cpuSelf() - c0
-		dd := cpuOfPID(dockerd) - d0
-		t.Logf("%-28s %2d Hz × %d containers: colo %.2f %% of one core (%.1f µs CPU per container per sample), dockerd %.2f %% of one core, %d rounds in %v",
-			what, hz, n, 100*self.Seconds()/wall.Seconds(), float64(self.Microseconds())/float64(rounds*n),
-			100*dd.Seconds()/wall.Seconds(), rounds, wall.Round(time.Millisecond))
+			self, dd := cpuSelf()-c0, cpuOfPID(dockerd)-d0
+			us := float64(self.Microseconds()) / float64(rounds*n)
+			b.ReportMetric(us, "cpu-µs/sample")
+			b.ReportMetric(us*n*10/1e4, "%core@10Hz")
+			b.ReportMetric(us*n*50/1e4, "%core@50Hz")
+			b.ReportMetric(float64(dd.Microseconds())/float64(rounds), "dockerd-µs/op")
+		})
 	}
-	perfAndCPU := func(i int) {
+	round("perf+cgroup-cputime", func(b *testing.B, i int) {
 		if _, err := f.counters[i].Sample(); err != nil {
-			t.Error(err)
+			b.Fatal(err)
 		}
 		if _, err := f.cputime[i].Read(); err != nil {
-			t.Error(err)
-		}
-	}
-	allCgroupFiles := func(i int) {
-		if _, err := process.CgroupStats(f.infos[i].Cgroup, ""); err != nil {
-			t.Error(err)
-		}
-	}
-	t.Logf("perf mode: %s, events %v", f.counters[0].Mode(), f.counters[0].Events())
-	run("baseline (ticker, no reads)", 50, 5*time.Second, func(int) {})
-	for _, hz := range []int{10, 50} {
-		run("perf + cgroup CPU time", hz, 5*time.Second, perfAndCPU)
-	}
-	run("perf only", 50, 5*time.Second, func(i int) {
-		if _, err := f.counters[i].Sample(); err != nil {
-			t.Error(err)
+			b.Fatal(err)
 		}
 	})
-	run("all cgroup stat files", 10, 3*time.Second, allCgroupFiles)
+	round("perf", func(b *testing.B, i int) {
+		if _, err := f.counters[i].Sample(); err != nil {
+			b.Fatal(err)
+		}
+	})
+	round("cgroup-stat-files", func(b *testing.B, i int) {
+		if _, err := process.CgroupStats(f.infos[i].Cgroup, ""); err != nil {
+			b.Fatal(err)
+		}
+	})
 	// dockerd 20.10 answers a one-shot stats call at its collector's next 1 s tick, so
-	// calls are concurrent: one round of 30 takes about a second.
-	c0, d0, w0 := cpuSelf(), cpuOfPID(dockerd), time.Now()
-	const rounds = 3
-	for k := 0; k < rounds; k++ {
+	// the calls of a round are concurrent: one round of 30 takes about a second.
+	round("docker-stats-concurrent", func(b *testing.B, i int) {
+		if i > 0 {
+			return
+		}
 		var wg sync.WaitGroup
-		for i := 0; i < n; i++ {
+		for k := 0; k < n; k++ {
 			wg.Add(1)
-			go func(i int) {
+			go func(k int) {
 				defer wg.Done()
-				if _, err := f.r.Stats(ctx, f.ids[i]); err != nil {
-					t.Error(err)
+				if _, err := f.r.Stats(ctx, f.ids[k]); err != nil {
+					b.Error(err)
 				}
-			}(i)
+			}(k)
 		}
 		wg.Wait()
-	}
-	wall := time.Since(w0)
-	t.Logf("docker one-shot stats, %d concurrent calls per round: %.2f s per round; colo %.2f %% and dockerd %.2f %% of one core",
-		n, wall.Seconds()/rounds, 100*(cpuSelf()-c0).Seconds()/wall.Seconds(), 100*(cpuOfPID(dockerd)-d0).Seconds()/wall.Seconds())
+	})
 }
 
 // BenchmarkPerfSample is the cost of one perf sample of one container (all events, all CPUs).
