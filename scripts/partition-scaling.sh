@@ -15,8 +15,10 @@ echo "| apps | model | policy | time | nodes | gap |"
 echo "|---|---|---|---|---|---|"
 bin=$(mktemp)
 trap 'rm -f "$bin"' EXIT
-go test -c -o "$bin" ./policy # run the binary itself: its lines stream as each search ends
-(cd policy && "$bin" -test.run XXX -test.bench '^BenchmarkOptc$' -test.benchtime 1x -test.timeout 6h) | awk '
+go test -c -o "$bin" ./policy
+# sh reads the lines as each search ends (mawk would hold them until the end)
+(cd policy && "$bin" -test.run XXX -test.bench '^BenchmarkOptc$' -test.benchtime 1x -test.timeout 6h) |
+	while IFS= read -r line; do printf '%s\n' "$line" | awk '
 /^BenchmarkOptc\// {
 	split($1, p, "/"); sub("model=", "", p[2]); sub("apps=", "", p[3]); sub("-[0-9]+$", "", p[4])
 	pol = "optc-" p[4]
@@ -27,7 +29,8 @@ go test -c -o "$bin" ./policy # run the binary itself: its lines stream as each 
 		if ($(i+1) == "nodes") nodes = sprintf("%.0f", $i)
 		if ($(i+1) == "gap%") gap = ($i == 0 ? "0 (optimal)" : sprintf("%.3g %%", $i))
 	}
-	printf "| %s | %s | %s | %s | %s | %s |\n", p[3], model, pol, t, nodes, gap; fflush()
+	printf "| %s | %s | %s | %s | %s | %s |\n", p[3], model, pol, t, nodes, gap
 }'
+	done
 echo
 echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
