@@ -176,6 +176,15 @@ func (b *busBounds) thr(P float64) float64 {
 	return P + 1e-12
 }
 
+// thrBelow is thr with the margin the other way: Σq < thrBelow(P) proves the pressure is
+// below P.
+func (b *busBounds) thrBelow(P float64) float64 {
+	if b.model == perfmodel.Simple {
+		return b.B * (1 - 1e-12)
+	}
+	return P - 1e-12
+}
+
 // factorAndQ is lowFactor and q at once (the Morad share u gives both: F = x/u).
 func (b *busBounds) factorAndQ(P float64, a *perfmodel.App) (F, q float64) {
 	if b.model == perfmodel.Simple {
