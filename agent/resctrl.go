@@ -25,6 +25,10 @@ type Resctrl struct {
 	// and open/close of every read
 	open map[string]*os.File
 	buf  []byte
+	// Domains, when > 0, limits monitoring reads to L3 domains 0..Domains-1: the
+	// machine the agent manages (an emulator mount may show more domains than this host
+	// has sockets).
+	Domains int
 }
 
 // GroupPrefix is the name prefix of an agent instance's groups: "colo-agent.<instance>.".
@@ -75,6 +79,9 @@ func (r *Resctrl) MonData(path string) (occupancy, mbmTotal, mbmLocal uint64, er
 		var files []string
 		for _, d := range doms {
 			if !strings.HasPrefix(d, "mon_L3_") || !strings.HasSuffix(d, "/") {
+				continue
+			}
+			if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(d, "mon_L3_"), "/")); err == nil && r.Domains > 0 && n >= r.Domains {
 				continue
 			}
 			for _, f := range []string{"llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"} {

@@ -42,17 +42,25 @@ const (
 	tlQ          // Σ q_l (the level's pressure test)
 	tlMax        // max S·F(P_l) (MinUnf only)
 )
+
+// Rows of a level's bound table: best Σ 1/(S·F(P_l)) of the rest (MaxSTP only: for
+// unfairness STP only breaks ties, the level-0 bound does), the lowest Σ q_l the rest can
+// put on the bus, and its lowest max S·F(P_l) (MinUnf only).
 const (
-	blSTP   = iota // best Σ 1/(S·F(P_l)) of the rest
-	blMinQ         // lowest Σ q_l the rest can put on the bus
-	blLbMax        // lowest max S·F(P_l) of the rest (MinUnf only)
+	blMinQ = iota
+	blSTP
+	blLbMax = blSTP
 )
 
 // maxLevelApps bounds the workloads that get pressure levels (each level is one more
-// cluster table and DP); levelCount is how many.
+// cluster table and DP); levelCount (MaxSTP) and levelCountUnf (MinUnf) are how many.
+// Measured on the 12–16-application bench mixes with the stalls model: more levels
+// prune more nodes but cost more tables (n=16 optc-stp: 3 levels 1.9 M nodes, 6 levels
+// 0.96 M, the same CPU time; n=13: 8 levels 311 nodes but twice the time of 2).
 const (
-	maxLevelApps = 18
-	levelCount   = 8
+	maxLevelApps  = 18
+	levelCount    = 5
+	levelCountUnf = 2
 )
 
 // level is one pressure level P_l > P_0 of busBounds with its tables.
@@ -195,22 +203,18 @@ func (s *searchState) bound(nd *node, c, k, rest, rr int) (u, stp float64) {
 	lt := L.tab
 	lb := (c*lt.rows)*lt.W + k - 1
 	a := nd.lv[3*(lo-1):]
-	st := a[0] + lt.data[lb+tlInv*lt.W]
-	m := a[1]
 	if unf {
-		m = math.Max(m, lt.data[lb+tlMax*lt.W])
-	}
-	if rest != 0 {
-		st += L.bnd.at(rest, rr, blSTP)
-		if unf {
+		m := math.Max(a[1], lt.data[lb+tlMax*lt.W])
+		if rest != 0 {
 			m = math.Max(m, L.bnd.at(rest, rr, blLbMax))
 		}
+		return math.Max(u, m/mn), stp
 	}
-	stp = math.Min(stp, st)
-	if unf {
-		u = math.Max(u, m/mn)
+	st := a[0] + lt.data[lb+tlInv*lt.W]
+	if rest != 0 {
+		st += L.bnd.at(rest, rr, blSTP)
 	}
-	return u, stp
+	return u, math.Min(stp, st)
 }
 
 // passes reports whether every completion of child (c, k) passes the test of level l.
@@ -471,16 +475,16 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 		s.bus = nil // the simple model cannot bind: every factor is 1
 	}
 	s.fast = s.bus == nil
-	if s.bus != nil && n <= maxLevelApps {
-		s.bus.addLevels(levelCount)
-	}
 	s.twins()
 	N := int64(1) << uint(n)
 	var pow3 int64 = 1
 	for i := 0; i < n-1; i++ {
 		pow3 *= 3
 	}
-	L := int64(len(s.bus.levels()))
+	L := int64(0)
+	if s.bus != nil && n <= maxLevelApps {
+		L = levelCount + 1
+	}
 	total := (N+pow3/2)*(1+L) + 1 // tables + DPs, then the root children
 	var done atomic.Int64
 	tick := func(d int64) {
@@ -538,6 +542,9 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 			if s.prune(kd.u, kd.st) {
 				kd.done = true
 				continue
+			}
+			if !s.deadline.IsZero() && time.Now().After(s.deadline) {
+				s.stop.Store(true)
 			}
 			if s.stop.Load() {
 				break

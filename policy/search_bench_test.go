@@ -2,7 +2,11 @@ package policy
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"colo/perfmodel"
 	"colo/profile"
@@ -26,54 +30,57 @@ func benchInput(b *testing.B, n int) Input {
 	return Input{Machine: skx(b), Apps: apps}
 }
 
-// BenchmarkOptc measures the exact clustering search (no bandwidth model) for 6–20
-// applications: go test -bench Optc -benchtime 1x ./policy
+// BenchmarkOptc is the scaling table of the exact clustering search (docs/partition.md,
+// scripts/partition-scaling.sh): the first n applications of benchNames × bandwidth model
+// (none; simple and stalls at 35,000 MB/s) × objective, 2 workers, with the proven gap
+// and the node count. COLO_OPTC_APPS (e.g. "8,12") restricts the sizes;
+// COLO_OPTC_LIMIT (a duration, default 10m) is the search's time limit.
+//
+//	go test -run XXX -bench Optc -benchtime 1x ./policy
 func BenchmarkOptc(b *testing.B) {
-	for _, n := range []int{6, 8, 12, 16, 20} {
-		for _, o := range []struct {
-			name string
-			obj  Objective
-		}{{"stp", MaxSTP}, {"unf", MinUnf}} {
-			b.Run(fmt.Sprintf("%s/n=%d", o.name, n), func(b *testing.B) {
-				if n > 16 && testing.Short() {
-					b.Skip("long")
-				}
-				in := benchInput(b, n)
-				var nodes int64
-				for i := 0; i < b.N; i++ {
-					s, err := Search(in, o.obj, Options{Jobs: 2})
-					if err != nil {
-						b.Fatal(err)
-					}
-					nodes = s.Nodes
-				}
-				b.ReportMetric(float64(nodes), "nodes")
-			})
+	sizes := []int{8, 12, 16, 20}
+	if v := os.Getenv("COLO_OPTC_APPS"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sizes = append(sizes, n)
 		}
 	}
-}
-
-// BenchmarkOptcStalls is the exact search with the stalls bandwidth model at 35,000 MB/s
-// (the README example's model), 6–16 applications.
-func BenchmarkOptcStalls(b *testing.B) {
-	for _, n := range []int{6, 8, 10, 12, 14, 16} {
-		for _, o := range []struct {
-			name string
-			obj  Objective
-		}{{"stp", MaxSTP}, {"unf", MinUnf}} {
-			b.Run(fmt.Sprintf("%s/n=%d", o.name, n), func(b *testing.B) {
-				in := benchInput(b, n)
-				in.Model = perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}
-				var nodes int64
-				for i := 0; i < b.N; i++ {
-					s, err := Search(in, o.obj, Options{Jobs: 2})
-					if err != nil {
-						b.Fatal(err)
+	limit := 10 * time.Minute
+	if v := os.Getenv("COLO_OPTC_LIMIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		limit = d
+	}
+	models := []perfmodel.Options{{BW: perfmodel.None}, {BW: perfmodel.Simple, MaxBW: 35000}, {BW: perfmodel.Stalls, MaxBW: 35000}}
+	for _, n := range sizes {
+		for _, m := range models {
+			if n > 16 && m.BW != perfmodel.None {
+				continue // tables of several pressure levels: out of reach beyond 16 here
+			}
+			for _, o := range []struct {
+				name string
+				obj  Objective
+			}{{"stp", MaxSTP}, {"unf", MinUnf}} {
+				b.Run(fmt.Sprintf("model=%s/apps=%d/%s", m.BW, n, o.name), func(b *testing.B) {
+					in := benchInput(b, n)
+					in.Model = m
+					var s *Solution
+					var err error
+					for i := 0; i < b.N; i++ {
+						if s, err = Search(in, o.obj, Options{Jobs: 2, TimeLimit: limit}); err != nil {
+							b.Fatal(err)
+						}
 					}
-					nodes = s.Nodes
-				}
-				b.ReportMetric(float64(nodes), "nodes")
-			})
+					b.ReportMetric(float64(s.Nodes), "nodes")
+					b.ReportMetric(100*s.Gap, "gap%")
+				})
+			}
 		}
 	}
 }

@@ -21,10 +21,23 @@ func (s *searchState) buildTables(jobs int, tick func(int64)) {
 	}
 	ops := [][]rowOp{ops0}
 	opsL := []rowOp{opSum, opMinSum}
-	specL := []dpRow{{tlInv, opSum}, {tlQ, opMinSum}}
+	specL := []dpRow{{tlQ, opMinSum}, {tlInv, opSum}}
 	if unf {
 		opsL = append(opsL, opMax)
-		specL = append(specL, dpRow{tlMax, opMax})
+		specL[blLbMax] = dpRow{tlMax, opMax}
+	}
+	if bus != nil && len(apps) <= maxLevelApps {
+		if lo := s.lowestPressure(jobs); lo > bus.P[0] {
+			bus.P[0] = lo // every allocation puts at least this pressure on the bus
+		}
+		nl := levelCount
+		if unf {
+			nl = levelCountUnf
+		}
+		if expLevels >= 0 {
+			nl = expLevels
+		}
+		bus.addLevels(nl)
 	}
 	levels := bus.levels()
 	for range levels {
@@ -51,10 +64,11 @@ func (s *searchState) buildTables(jobs int, tick func(int64)) {
 				d[t0Max], d[t0Min] = x, a.SlowdownCache*bus.highFactor(&a)
 			}
 			for l := 1; l <= len(levels); l++ {
-				x := a.SlowdownCache * bus.lowFactor(bus.P[l], &a)
+				F, q := bus.factorAndQ(bus.P[l], &a)
+				x := a.SlowdownCache * F
 				d := dst[l]
 				d[tlInv] = 1 / x
-				d[tlQ] = bus.q(l, a.BandwidthMBps)
+				d[tlQ] = q
 				if unf {
 					d[tlMax] = x
 				}
@@ -65,7 +79,7 @@ func (s *searchState) buildTables(jobs int, tick func(int64)) {
 	s.tab = tabs[0]
 	s.bnd = buildBoundTable(s.tab, spec0, jobs, tick)
 	for l := 1; l <= len(levels); l++ {
-		s.lv = append(s.lv, level{thr: bus.thr(l), tab: tabs[l], bnd: buildBoundTable(tabs[l], specL, jobs, tick)})
+		s.lv = append(s.lv, level{thr: bus.thr(bus.P[l]), tab: tabs[l], bnd: buildBoundTable(tabs[l], specL, jobs, tick)})
 	}
 	if unf {
 		s.ubMin = ubMinTable(apps, sd, bus)
@@ -103,3 +117,65 @@ func ubMinTable(apps []*profile.Table, sd [][]float64, bus *busBounds) []float64
 	}
 	return ub
 }
+
+// lowestPressure is a lower bound of the bus pressure of every allocation, found by
+// bisection with the additive test of busBounds over the whole workload: pressure P is
+// reached by every allocation when min over allocations of Σq_P ≥ thr(P), the minimum a
+// subset DP (opMinSum). Two rounds of three probes narrow [P_0, P_max] to a sixteenth.
+// The levels are then spread above it, where they can still separate nodes.
+func (s *searchState) lowestPressure(jobs int) float64 {
+	bus := s.bus
+	lo, hi := bus.P[0], bus.Pmax
+	if math.IsInf(hi, 1) || !(hi > lo) {
+		return lo
+	}
+	const probes = 3
+	ops := make([][]rowOp, probes)
+	for i := range ops {
+		ops[i] = []rowOp{opMinSum}
+	}
+	full := (1 << uint(s.n)) - 1
+	for round := 0; round < 2; round++ {
+		var P [probes]float64
+		for i := range P {
+			P[i] = lo + (hi-lo)*float64(i+1)/(probes+1)
+		}
+		tabs := buildClusterTables(s.in.Apps, s.W, ops, func(i int, f float64, dst [][]float64) {
+			bw := s.in.Apps[i].At(profile.BandwidthMBps, f)
+			for j := range dst {
+				dst[j][0] = bus.q(P[j], bw)
+			}
+		}, jobs, nil)
+		nlo, nhi := lo, hi
+		for j := probes - 1; j >= 0; j-- {
+			bt := buildBoundTable(tabs[j], []dpRow{{0, opMinSum}}, jobs, nil)
+			least := math.Inf(1)
+			rem := full ^ 1
+			for sub := rem; ; sub = (sub - 1) & rem {
+				c := sub | 1
+				rest := full ^ c
+				q := tabs[j].row(c, 0)
+				if rest == 0 {
+					least = math.Min(least, q[s.W-1])
+				} else {
+					for k := 1; k < s.W; k++ {
+						least = math.Min(least, q[k-1]+bt.at(rest, s.W-k, 0))
+					}
+				}
+				if sub == 0 {
+					break
+				}
+			}
+			if least >= bus.thr(P[j]) {
+				nlo = P[j]
+				break
+			}
+			nhi = P[j]
+		}
+		lo, hi = nlo, nhi
+	}
+	return lo
+}
+
+// expLevels overrides the number of pressure levels (≥ 0) for experiments in tests.
+var expLevels = -1

@@ -99,7 +99,7 @@ func newBusBounds(apps []*profile.Table, m perfmodel.Options) *busBounds {
 	return b
 }
 
-// addLevels adds m levels evenly spaced strictly between P[0] and Pmax.
+// addLevels adds m levels evenly spaced strictly between P[0] and Pmax (call once).
 func (b *busBounds) addLevels(m int) {
 	if b.inert || math.IsInf(b.Pmax, 1) || !(b.Pmax > b.P[0]) {
 		return
@@ -159,20 +159,37 @@ func (b *busBounds) highFactorOf(bw, T, M float64) float64 {
 // hiMax bounds highFactor of application i over every share (its largest demand, ρ ≤ 1).
 func (b *busBounds) hiMax(i int) float64 { return b.highFactorOf(b.xmax[i], 1, 1) }
 
-// q is an application's term of the level-l test Σq ≥ thr(l) at demand bw (MB/s).
-func (b *busBounds) q(l int, bw float64) float64 {
+// q is an application's term of the test Σq ≥ thr(P) of pressure P at demand bw (MB/s).
+func (b *busBounds) q(P, bw float64) float64 {
 	if b.model == perfmodel.Simple {
-		return bw - b.P[l]*bw*bw
+		return bw - P*bw*bw
 	}
-	return perfmodel.MoradShareAt(bw/b.B, b.P[l])
+	return perfmodel.MoradShareAt(bw/b.B, P)
 }
 
-// thr is the right-hand side of the level-l test, with a margin against rounding.
-func (b *busBounds) thr(l int) float64 {
+// thr is the right-hand side of the test of pressure P, with a margin against rounding.
+func (b *busBounds) thr(P float64) float64 {
 	if b.model == perfmodel.Simple {
 		return b.B * (1 + 1e-12)
 	}
-	return b.P[l] + 1e-12
+	return P + 1e-12
+}
+
+// factorAndQ is lowFactor and q at once (the Morad share u gives both: F = x/u).
+func (b *busBounds) factorAndQ(P float64, a *perfmodel.App) (F, q float64) {
+	if b.model == perfmodel.Simple {
+		return b.lowFactor(P, a), b.q(P, a.BandwidthMBps)
+	}
+	x := a.BandwidthMBps / b.B
+	u := perfmodel.MoradShareAt(x, P)
+	F = 1
+	if x > 0 {
+		F = math.Max(1, x/u)
+	}
+	if b.model == perfmodel.Stalls {
+		F = perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
+	}
+	return math.Max(1, F*(1-1e-9)), u
 }
 
 // bandwidthBounds bounds the bandwidth factor F_i of an application at share f under any

@@ -155,6 +155,11 @@ func buildBoundTable(t *clusterTable, spec []dpRow, jobs int, tick func(int64)) 
 	b := &boundTable{W: W, rows: len(spec)}
 	BS := len(spec) * W1
 	b.data = make([]float64, N/2*BS)
+	// keep[j][c/2] has bit k set when (c, k) is not dominated for row j (dominated below).
+	keep := make([][]uint32, len(spec))
+	for j := range keep {
+		keep[j] = make([]uint32, N/2)
+	}
 	byPop := make([][]int, n+1)
 	for R := 2; R < N; R += 2 {
 		p := bits.OnesCount(uint(R))
@@ -191,7 +196,7 @@ func buildBoundTable(t *clusterTable, spec []dpRow, jobs int, tick func(int64)) 
 							continue
 						}
 						rb := b.data[(rest>>1)*BS+j*W1 : (rest>>1)*BS+j*W1+W1]
-						dpCombine(sp.op, dst, src, rb, W)
+						dpCombine(sp.op, dst, src, rb, W, keep[j][c>>1])
 					}
 					if sub == 0 {
 						break
@@ -201,6 +206,43 @@ func buildBoundTable(t *clusterTable, spec []dpRow, jobs int, tick func(int64)) 
 			}
 			if tick != nil {
 				tick(int64(hi-lo) << uint(p-1))
+			}
+		})
+		// Dominance, for the next layers: cluster R with k ways is dominated when splitting
+		// off its lowest application with k1 ways and clustering the others best on k − k1
+		// ways is at least as good (row j's order) — a solution using (R, k) is then never
+		// better than one using the split, which the DP also considers, so skipping (R, k)
+		// leaves every bound table value unchanged.
+		parallelRange(0, len(layer), jobs, 4096, func(lo, hi int) {
+			for _, R := range layer[lo:hi] {
+				low := R & -R
+				d := R ^ low
+				cb := t.data[R*TS : R*TS+TS]
+				lb := t.data[low*TS : low*TS+TS]
+				for j, sp := range spec {
+					src, one := cb[sp.src*W:sp.src*W+W], lb[sp.src*W:sp.src*W+W]
+					var m uint32
+					for k := 1; k <= W; k++ {
+						dom := false
+						if d != 0 {
+							db := b.data[(d>>1)*BS+j*W1 : (d>>1)*BS+j*W1+W1]
+							for k1 := 1; k1 < k && !dom; k1++ {
+								switch sp.op {
+								case opSum:
+									dom = src[k-1] <= one[k1-1]+db[k-k1]
+								case opMinSum:
+									dom = src[k-1] >= one[k1-1]+db[k-k1]
+								case opMax:
+									dom = src[k-1] >= math.Max(one[k1-1], db[k-k1])
+								}
+							}
+						}
+						if !dom {
+							m |= 1 << uint(k)
+						}
+					}
+					keep[j][R>>1] = m
+				}
 			}
 		})
 	}
@@ -215,46 +257,33 @@ func combineBest(op rowOp, old, x float64) float64 {
 }
 
 // dpCombine folds cluster values src (k ways at src[k−1]) with the rest's table rb
-// (r' ways at rb[r']) into dst[k + r'].
-func dpCombine(op rowOp, dst, src, rb []float64, W int) {
-	switch op {
-	case opSum:
-		for k := 1; k < W; k++ {
-			m := W - k
-			vk := src[k-1]
-			d := dst[k+1 : k+1+m]
-			s := rb[1 : 1+m]
-			s = s[:len(d)]
+// (r' ways at rb[r']) into dst[k + r'], for the way counts k in keep (bit k).
+func dpCombine(op rowOp, dst, src, rb []float64, W int, keep uint32) {
+	for km := keep &^ (1 << uint(W)); km != 0; km &= km - 1 {
+		k := bits.TrailingZeros32(km)
+		m := W - k
+		vk := src[k-1]
+		d := dst[k+1 : k+1+m]
+		s := rb[1 : 1+m]
+		s = s[:len(d)]
+		switch op {
+		case opSum:
 			for j := range d {
 				if x := vk + s[j]; x > d[j] {
 					d[j] = x
 				}
 			}
-		}
-	case opMinSum:
-		for k := 1; k < W; k++ {
-			m := W - k
-			vk := src[k-1]
-			d := dst[k+1 : k+1+m]
-			s := rb[1 : 1+m]
-			s = s[:len(d)]
+		case opMinSum:
 			for j := range d {
 				if x := vk + s[j]; x < d[j] {
 					d[j] = x
 				}
 			}
-		}
-	case opMax:
-		for k := 1; k < W; k++ {
-			m := W - k
-			mk := src[k-1]
-			d := dst[k+1 : k+1+m]
-			s := rb[1 : 1+m]
-			s = s[:len(d)]
+		case opMax:
 			for j := range d {
 				x := s[j]
-				if mk > x {
-					x = mk
+				if vk > x {
+					x = vk
 				}
 				if x < d[j] {
 					d[j] = x

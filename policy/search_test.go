@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+	"time"
 
 	"colo/perfmodel"
 	"colo/profile"
@@ -208,14 +209,15 @@ func TestBandwidthBoundsBracket(t *testing.T) {
 			if l > 0 {
 				q := 0.0
 				for _, a := range r.Apps {
-					q += b.q(l, a.BandwidthMBps)
+					q += b.q(b.P[l], a.BandwidthMBps)
 				}
-				if q < b.thr(l) {
+				if q < b.thr(b.P[l]) {
 					continue
 				}
 			}
 			for i, a := range r.Apps {
-				if lo := b.lowFactor(b.P[l], &a); lo > a.BWFactor*(1+1e-12) {
+				F, q := b.factorAndQ(b.P[l], &a)
+				if lo := b.lowFactor(b.P[l], &a); lo > a.BWFactor*(1+1e-12) || F != lo || q != b.q(b.P[l], a.BandwidthMBps) {
 					t.Fatalf("trial %d %s app %d level %d (P %v): factor %v below the bound %v", trial, model.BW, i, l, b.P[l], a.BWFactor, lo)
 				}
 				checked++
@@ -229,5 +231,108 @@ func TestBandwidthBoundsBracket(t *testing.T) {
 	}
 	if checked < 1000 {
 		t.Errorf("only %d factor checks", checked)
+	}
+}
+
+// lowestPressure must be a lower bound of the bus pressure of every allocation (random
+// clusterings of random workloads, all three models, seeded), and above the trivial one
+// somewhere.
+func TestLowestPressureBounds(t *testing.T) {
+	set, _ := profile.Default()
+	rng := rand.New(rand.NewSource(5))
+	m := skx(t)
+	raised := 0
+	for trial := 0; trial < 12; trial++ {
+		n := 4 + rng.Intn(5)
+		apps := randomWorkload(rng, set, n)
+		model := perfmodel.Options{BW: []perfmodel.BWModel{perfmodel.Morad, perfmodel.Stalls, perfmodel.Simple}[trial%3], MaxBW: 8000 + float64(rng.Intn(20000))}
+		s := &searchState{in: Input{Machine: m, Apps: apps, Model: model}, n: n, W: m.LLC.Ways}
+		s.bus = newBusBounds(apps, model)
+		if s.bus.inert {
+			continue
+		}
+		lo := s.lowestPressure(1)
+		if lo > s.bus.P[0] {
+			raised++
+		}
+		for a := 0; a < 300; a++ {
+			k := 1 + rng.Intn(min(n, m.LLC.Ways))
+			cl := make([]perfmodel.Cluster, k)
+			for i := 0; i < n; i++ {
+				g := i
+				if i >= k {
+					g = rng.Intn(k)
+				}
+				cl[g].Apps = append(cl[g].Apps, i)
+			}
+			for g := range cl {
+				cl[g].Ways = 1
+			}
+			for left := m.LLC.Ways - k; left > 0; left-- {
+				cl[rng.Intn(k)].Ways++
+			}
+			r, err := perfmodel.Evaluate(apps, cl, model)
+			if err != nil {
+				continue
+			}
+			d := make([]float64, n)
+			for i, x := range r.Apps {
+				d[i] = x.BandwidthMBps
+			}
+			P := perfmodel.SimplePressure(d, model.MaxBW)
+			if model.BW != perfmodel.Simple {
+				P, _, _ = perfmodel.MoradRoot(d, model.MaxBW)
+			}
+			if P < lo*(1-1e-9) {
+				t.Fatalf("trial %d %s: allocation with pressure %v below the bound %v", trial, model.BW, P, lo)
+			}
+		}
+	}
+	if raised == 0 {
+		t.Error("the bound never improved on the per-application minimum")
+	}
+}
+
+// A search stopped by its time limit returns a valid solution whose proven gap contains
+// the optimum: STP_opt ≤ STP·(1 + gap), unf_opt ≥ unf·(1 − gap). A limit of 1 ns stops
+// it right after the incumbent (dive and local search), before any root subtree.
+func TestSearchTimeLimitGap(t *testing.T) {
+	set, _ := profile.Default()
+	apps, err := set.Lookup(benchNames[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := 0
+	for _, model := range []perfmodel.Options{{}, {BW: perfmodel.Stalls, MaxBW: 25000}, {BW: perfmodel.Simple, MaxBW: 15000}} {
+		in := Input{Machine: skx(t), Apps: apps, Model: model}
+		for _, o := range []Objective{MaxSTP, MinUnf} {
+			opt, err := Search(in, o, Options{Jobs: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ro, _ := Evaluate(in, opt)
+			lim, err := Search(in, o, Options{Jobs: 2, TimeLimit: time.Nanosecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rl, err := Evaluate(in, lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lim.Gap > 0 {
+				stopped++
+				t.Logf("%s obj %d: incumbent STP %.5f unf %.5f, gap %.3g; optimum STP %.5f unf %.5f", model.BW, o, rl.STP, rl.Unfairness, lim.Gap, ro.STP, ro.Unfairness)
+			}
+			if opt.Gap != 0 || lim.Gap < 0 {
+				t.Errorf("%s obj %d: gaps %v (full) and %v (limited)", model.BW, o, opt.Gap, lim.Gap)
+			}
+			if o == MaxSTP && ro.STP > rl.STP*(1+lim.Gap)+1e-9 || o == MinUnf && ro.Unfairness < rl.Unfairness*(1-lim.Gap)-1e-9 {
+				t.Errorf("%s obj %d: optimum (STP %v, unf %v) outside the gap %v of the incumbent (STP %v, unf %v)",
+					model.BW, o, ro.STP, ro.Unfairness, lim.Gap, rl.STP, rl.Unfairness)
+			}
+		}
+	}
+	if stopped == 0 {
+		t.Error("the time limit never stopped a search")
 	}
 }

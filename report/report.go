@@ -166,7 +166,7 @@ func (p *page) summary(runs []*runData) {
 		return
 	}
 	p.body.WriteString(`<table class="summary"><tr><th>scheduler</th><th>priority IPCE %</th><th>batch IPCE %</th><th>global IPCE %</th>` +
-		`<th>time over target</th><th>p90</th><th>completed</th><th>rejected</th><th>queue delay s (mean / p90)</th><th>virtual s</th><th>wall s</th><th>samples</th></tr>`)
+		`<th>time over target</th><th>p90</th><th>completed</th><th>rejected</th><th>queue delay s (mean / p90)</th><th>run s</th><th>wall s</th><th>samples</th></tr>`)
 	var base *runData
 	for _, r := range runs {
 		if r.hasSum {

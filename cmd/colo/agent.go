@@ -184,6 +184,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return fmt.Errorf("resctrl at %s: %w", root, err)
 	}
+	g.Domains = m.LLCDomains()
 	jr, err := agent.OpenJournal(f.stateDir, root, instance)
 	if err != nil {
 		return err

@@ -100,6 +100,7 @@ type resultOut struct {
 	Jain       float64  `json:"jain"`
 	Seconds    float64  `json:"seconds"`
 	Nodes      int64    `json:"nodes"`
+	Gap        float64  `json:"gap,omitempty"`
 	Apps       []appOut `json:"apps"`
 	Warnings   []string `json:"warnings,omitempty"`
 }

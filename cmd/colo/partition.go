@@ -73,6 +73,7 @@ func init() {
 	var th thresholdFlags
 	var workloads, policies string
 	var jobs int
+	var timeLimit time.Duration
 	var progressMode, outDir string
 	var apply *applyFlags
 	cmd := &cobra.Command{
@@ -113,6 +114,9 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 			if jobs < 0 {
 				return badInputf("--jobs %d: must be >= 1 (0 = all cores)", jobs)
 			}
+			if timeLimit < 0 {
+				return badInputf("--time-limit %v: must be >= 0 (0 = no limit)", timeLimit)
+			}
 			if jobs == 0 {
 				jobs = runtime.NumCPU()
 			}
@@ -131,6 +135,7 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 					opt := policy.DefaultOptions()
 					opt.Thresholds = thr
 					opt.Jobs = jobs
+					opt.TimeLimit = timeLimit
 					bar := bars.Start(0, fmt.Sprintf("W%d %s", wi+1, pn), progress.Unit("steps"))
 					opt.Progress = bar.Update
 					t0 := time.Now()
@@ -151,6 +156,10 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 					n := len(apps)
 					ro := makeResult(wi+1, pn, wl.Names, sol.AppMasks(n), sol.AppClusters(n), r)
 					ro.Seconds, ro.Nodes = secs, sol.Nodes
+					if timeLimit > 0 && sol.Gap > 0 {
+						ro.Gap = sol.Gap
+						ro.Warnings = append(ro.Warnings, fmt.Sprintf("stopped by --time-limit %v: best found, proven within %.4g %% of the optimum (gap)", timeLimit, 100*sol.Gap))
+					}
 					doc.Results = append(doc.Results, ro)
 				}
 			}
@@ -169,6 +178,7 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 	cmd.Flags().StringVar(&workloads, "workloads", "", "workloads file: one comma-separated workload per line (PBBCache workloads.csv)")
 	cmd.Flags().StringVar(&policies, "policy", "lfoc+", "comma-separated policies: "+strings.Join(policy.Names(), ","))
 	cmd.Flags().IntVar(&jobs, "jobs", 0, "parallel workers of the exact searches (0 = all cores)")
+	cmd.Flags().DurationVar(&timeLimit, "time-limit", 0, "stop each optc-* search after this long (e.g. 30s) with its best solution and the proven optimality gap (0 = run to optimality)")
 	cmd.Flags().StringVar(&progressMode, "progress", "auto", "progress bar on stderr for long searches: auto (when stderr is a terminal and not --quiet), on (even on a pipe), off")
 	apply = withApply(cmd, &policies, &f.workload, &workloads) // --apply (partition_apply.go)
 	rootCmd.AddCommand(cmd)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"colo/internal/progress"
 	"colo/machine"
 	"colo/probe"
 	"colo/probe/dockerprobe"
@@ -150,9 +149,9 @@ without it there is no isolation.`,
 				} else if !ok {
 					return badInputf("--image %s: not present locally; build it with `colo image build --tag %s`", image, image)
 				}
-				bar := progress.Start(0, "probe sensitivity "+target, progress.Unit("s"))
+				stop := plannedBar("probe sensitivity "+target, warmup+6*segment)
 				r, err := dockerprobe.Run(ctx, d, dc)
-				bar.Done()
+				stop()
 				if err != nil {
 					return err
 				}

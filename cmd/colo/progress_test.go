@@ -125,23 +125,30 @@ func TestRunInterval(t *testing.T) {
 	}
 }
 
-// A Linux run drives real containers (Docker, the colo image) without RDT: 25 s of wall time.
-func TestProgressRunLinux(t *testing.T) {
+// The Linux commands drive real containers (Docker, the colo image, built once for both):
+// a run without RDT and a sensitivity probe.
+func TestProgressLinux(t *testing.T) {
 	r := dockertest.Require(t, docker.Options{})
 	image := dockertest.ColoImage(t, r)
-	old := linux.Defaults
-	linux.Defaults.Image, linux.Defaults.StateDir, linux.Defaults.ResctrlRoot = image, t.TempDir(), "none"
-	t.Cleanup(func() { linux.Defaults = old })
-	yml := filepath.Join(t.TempDir(), "short.yaml")
-	b, err := os.ReadFile("../../examples/linux/no-rdt.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	short := strings.NewReplacer("max_t: 25", "max_t: 4", "length: 20", "length: 3").Replace(string(b))
-	if err := os.WriteFile(yml, []byte(short), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	checkProgress(t, "least-loaded", "run", yml, "--no-store")
+	t.Run("run", func(t *testing.T) {
+		old := linux.Defaults
+		linux.Defaults.Image, linux.Defaults.StateDir, linux.Defaults.ResctrlRoot = image, t.TempDir(), "none"
+		t.Cleanup(func() { linux.Defaults = old })
+		yml := filepath.Join(t.TempDir(), "short.yaml")
+		b, err := os.ReadFile("../../examples/linux/no-rdt.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		short := strings.NewReplacer("max_t: 25", "max_t: 4", "length: 20", "length: 3").Replace(string(b))
+		if err := os.WriteFile(yml, []byte(short), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkProgress(t, "least-loaded", "run", yml, "--no-store")
+	})
+	t.Run("probe", func(t *testing.T) {
+		checkProgress(t, "probe sensitivity", "probe", "sensitivity", "--platform", "linux", "--image", image,
+			"--segment", "500ms", "--warmup", "300ms")
+	})
 }
 
 func TestProgressPartitionOptimalSearch(t *testing.T) {

@@ -97,3 +97,31 @@ func searchProgress(mode string, stderr io.Writer) (*progress.Reporter, error) {
 	}
 	return nil, badInputf("--progress %q: want auto, on or off", mode)
 }
+
+// plannedBar draws a bar over the planned length of a step that reports no progress of its
+// own (a sensitivity probe on Linux: warm-up plus six segments, plus container starts the
+// plan cannot know): the elapsed time against the plan, held below 100 % until stop.
+func plannedBar(label string, planned time.Duration) (stop func()) {
+	total := int64(math.Ceil(planned.Seconds()))
+	bar := progress.Start(max(total, 1), label, progress.Unit("s"))
+	if bar == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t0 := time.Now()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				bar.Set(min(int64(time.Since(t0)/time.Second), total-1))
+			}
+		}
+	}()
+	return func() { close(done); <-finished; bar.Done() }
+}
