@@ -141,8 +141,6 @@ func (c *Core) Remove(id string) bool {
 	delete(c.byJob, mb.Job)
 	if mb.State == StateRunning {
 		c.finished = append(c.finished, mb.Job)
-	}
-	if mb.Mask != 0 {
 		c.dirty = true
 	}
 	return true
@@ -224,6 +222,7 @@ func (c *Core) Tick(now time.Duration) Plan {
 		if mb := c.byJob[pl.Job]; mb != nil && mb.State == StateQueued {
 			mb.State, mb.Socket, mb.Since = StateRunning, pl.Socket, now
 			c.stats.Decisions["place"]++
+			c.dirty = true
 		}
 	}
 	for _, mv := range d.Migrate {
@@ -292,23 +291,26 @@ func (c *Core) ignore(kind string, n int, p *Plan) {
 	}
 }
 
-// defaults is system/default's mask per socket: the scheduler's explicit mask, else
-// sched.DefaultMask of the ways the running containers hold, as colo run's run loop
-// gives it.
+// defaults is system/default's mask per socket: the scheduler's explicit mask while it
+// has containers there, else sched.DefaultMask of the ways the running containers hold,
+// as colo run's run loop gives it.
 func (c *Core) defaults() map[int]uint64 {
 	out := map[int]uint64{}
 	for s := 0; s < c.m.Sockets; s++ {
-		held := uint64(0)
+		held, running := uint64(0), 0
 		for _, mb := range c.byID {
 			if mb.State == StateRunning && mb.Socket == s {
 				held |= mb.Mask
+				running++
 			}
 		}
 		out[s] = sched.DefaultMask(c.m, held)
 		if out[s] == 0 {
 			out[s] = c.m.FullMask() // never leave system/default without ways
 		}
-		if e, ok := c.explicit[s]; ok && e != 0 {
+		// the policy's explicit mask (dCat's host ways) applies while it has tenants on
+		// the socket; a socket without managed containers leaves the host every way
+		if e, ok := c.explicit[s]; ok && e != 0 && running > 0 {
 			out[s] = e
 		}
 	}

@@ -65,6 +65,14 @@ func TestCoreStaticCatAllocatesAndReleases(t *testing.T) {
 	if bits.OnesCount64(m.FullMask()) != m.LLC.Ways {
 		t.Fatal("machine mask")
 	}
+	// the last container on socket 1 leaves: system/default gets every way back there
+	c.Remove("b")
+	p = c.Tick(5 * time.Second)
+	for s := 0; s < m.Sockets; s++ {
+		if p.Default[s] != m.FullMask() {
+			t.Errorf("socket %d without containers: system/default %#x, want every way %#x", s, p.Default[s], m.FullMask())
+		}
+	}
 }
 
 // Without IPCE the dynamic scheduler neither probes nor allocates (sched.Dynamic): the

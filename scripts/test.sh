@@ -18,4 +18,4 @@ FUZZTIME="${FUZZTIME:-5s}" bash scripts/fuzz.sh
 # The Kubernetes module (k8s/, its own go.mod): its pure packages need no cluster.
 # -mod=mod: k8s/ requires colo through a replace, so a module the main module adds must not
 # break it before k8s/go.sum is refreshed (go mod tidy in k8s/).
-(cd k8s && export GOFLAGS="${GOFLAGS:-} -mod=mod" && go vet ./nodestate ./placement ./experiment ./scoring && go test -count=1 ./nodestate ./placement ./experiment ./scoring)
+(cd k8s && export GOFLAGS="${GOFLAGS:-} -mod=mod" && go vet ./nodestate ./placement ./experiment ./scoring ./publish ./cmd/colo-kube && go test -count=1 ./nodestate ./placement ./experiment ./scoring ./publish ./cmd/colo-kube)

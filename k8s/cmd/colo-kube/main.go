@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -29,17 +30,25 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", kubeconfig)
 }
 
-func main() {
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run executes the command line and returns the exit code: 0 success, 1 runtime failure,
+// 2 bad input (flags, arguments, files).
+func run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{Use: "colo-kube", Short: "colo's interference-aware placement for Kubernetes", SilenceUsage: true, SilenceErrors: true}
 	root.AddCommand(publishCmd(), extenderCmd(), experimentCmd())
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "colo-kube:", err)
+		fmt.Fprintln(stderr, "colo-kube:", err)
 		var u usageError
 		if errors.As(err, &u) || isFlagError(err) {
-			os.Exit(2)
+			return 2
 		}
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func isFlagError(err error) bool {

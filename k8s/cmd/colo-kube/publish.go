@@ -93,7 +93,7 @@ func publishCmd() *cobra.Command {
 					if dry {
 						var b []byte
 						if b, err = nodestate.Marshal(st); err == nil {
-							fmt.Println(string(b))
+							fmt.Fprintln(cmd.OutOrStdout(), string(b))
 						}
 					} else {
 						err = w.Write(ctx, st)
