@@ -2,7 +2,9 @@
 // (policy/dcat, policy/vp, policy/lfocplus) share: typed scheduler.options decoded from
 // the benchmark file's YAML with prefix scoping and file lines (Decode), and the FIFO placement on
 // the socket with the most free cores (the thesis baseline's rule, seed000.md §2.4,
-// Algorithm 4), with pinned jobs taking exactly their pinned cores.
+// Algorithm 4), with pinned jobs taking exactly their pinned cores, and the bookkeeping of
+// the jobs they placed (Jobs), which sends the controllers' allocations within the
+// resctrl mount's CLOS budget (Jobs.Flush, Fit).
 package ctlsched
 
 import (

@@ -15,12 +15,17 @@ type Jobs struct {
 	pending map[int]time.Duration
 	seen    map[int]*sched.Sample
 	sent    map[int]sched.Allocation
+	// want is the allocation the controller last asked for, per job; order the jobs it
+	// asked for since the last Flush; degraded why Flush last changed a job's allocation.
+	want     map[int]sched.Allocation
+	order    []int
+	degraded map[int]string
 }
 
 // NewJobs returns empty bookkeeping.
 func NewJobs() *Jobs {
 	return &Jobs{socket: map[int]int{}, pending: map[int]time.Duration{}, seen: map[int]*sched.Sample{},
-		sent: map[int]sched.Allocation{}}
+		sent: map[int]sched.Allocation{}, want: map[int]sched.Allocation{}, degraded: map[int]string{}}
 }
 
 // Placed records that job id was placed on socket at now.
@@ -80,6 +85,8 @@ func (t *Jobs) Forget(id int) {
 	delete(t.pending, id)
 	delete(t.seen, id)
 	delete(t.sent, id)
+	delete(t.want, id)
+	delete(t.degraded, id)
 }
 
 // Fresh returns the latest sample of a running tracked job if it was not returned before,

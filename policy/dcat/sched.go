@@ -46,7 +46,9 @@ func NewStaticScheduler(env sched.Env) (sched.Scheduler, error) {
 // job's baseline (a job whose baseline can never be admitted is rejected; one that does not
 // fit now waits). Each tick the latest collector sample of every running job is fed to its
 // socket's controller; the decided masks become allocations, the reserved host ways the
-// system/default mask, and the repacking cost the tick's ConsolidatedWays.
+// system/default mask, and the repacking cost the tick's ConsolidatedWays. The allocations
+// are sent within the mount's CLOS budget (ctlsched.Fit): never on another agent's ways,
+// never more distinct masks per socket than control groups are left.
 //
 // The phase signature is retired loads per instruction (the samples' L1References, dCat's
 // l1_ref). On a platform that reports no loads, LLC references per instruction stand in: LLC
@@ -261,11 +263,12 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		}
 		d.DefaultMask[sock] = dec.HostMask
 		for _, a := range dec.Allocs {
-			s.jobs.Send(&d, sched.Allocation{Job: s.jobOf[a.ID], Socket: sock, Mask: a.Mask, MBA: s.mba, Reason: "dcat-" + a.State.String()})
+			s.jobs.Want(sched.Allocation{Job: s.jobOf[a.ID], Socket: sock, Mask: a.Mask, MBA: s.mba, Reason: "dcat-" + a.State.String()})
 		}
 		for _, t := range dec.Transitions {
 			d.Log = append(d.Log, fmt.Sprintf("dcat: job %d (%s) %v -> %v", s.jobOf[t.ID], t.ID, t.From, t.To))
 		}
 	}
+	s.jobs.Flush(&d, obs, s.m.CBMRules(), s.name)
 	return d
 }

@@ -16,7 +16,8 @@ func init() { sched.Register("lfoc+", NewScheduler) }
 // Scheduler runs one LFOC+ controller per LLC domain (socket) behind sched.Scheduler.
 // Jobs are placed FIFO on the socket with the most free cores; each tick the latest
 // collector sample of every running job is fed to its socket's controller, whose masks
-// become allocations (system/default keeps the full mask: every job has its own group).
+// become allocations (system/default keeps the full mask: every job has its own group),
+// sent within the mount's CLOS budget (ctlsched.Fit).
 // Sampling steps advance once per collector sample, so a short data frequency (e.g. 50 ms)
 // makes sampling mode short, as in the paper.
 //
@@ -148,12 +149,13 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		sort.Strings(ids)
 		for _, sid := range ids {
 			id, _ := strconv.Atoi(sid)
-			s.jobs.Send(&d, sched.Allocation{Job: id, Socket: sock, Mask: dec.Masks[sid], MBA: s.mba, Reason: "lfoc+-" + dec.Mode.String()})
+			s.jobs.Want(sched.Allocation{Job: id, Socket: sock, Mask: dec.Masks[sid], MBA: s.mba, Reason: "lfoc+-" + dec.Mode.String()})
 		}
 		if d.DefaultMask == nil {
 			d.DefaultMask = map[int]uint64{}
 		}
 		d.DefaultMask[sock] = s.m.FullMask()
 	}
+	s.jobs.Flush(&d, obs, s.m.CBMRules(), "lfoc+")
 	return d
 }

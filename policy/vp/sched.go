@@ -17,6 +17,7 @@ func init() { sched.Register("vp", NewScheduler) }
 // seed004.md §1.2); the controller's configurations become allocations (a group with the
 // confined mask and/or the MBA value; back to system/default when neither is set),
 // migrations for socket moves, and system/default keeps every way (VP does not partition).
+// Allocations are sent within the mount's CLOS budget (ctlsched.Fit).
 //
 // Moves (to another socket, or to other cores of the LLC domain off the victim's SMT
 // siblings) become re-pins to the cores the controller chose (sched.Repin), so pinned jobs
@@ -199,8 +200,9 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		if cfg.Mask == full && cfg.MBA == maxMBA {
 			a.Mask, a.MBA = 0, 0 // back to system/default
 		}
-		s.jobs.Send(&d, a)
+		s.jobs.Want(a)
 	}
+	s.jobs.Flush(&d, obs, s.m.CBMRules(), "vp")
 	d.Repin = orderRepins(d.Repin, from)
 	d.DefaultMask = map[int]uint64{}
 	for sock := 0; sock < s.m.Sockets; sock++ {
