@@ -292,6 +292,12 @@ func (p *Platform) reconcile() error {
 				continue
 			}
 			if err := p.dock.RemoveNetwork(p.ctx, n); err != nil {
+				// another cleaner (colo cleanup, another colo run) is removing the same dead
+				// run right now: its container is still detaching, or the network is gone
+				if m := err.Error(); strings.Contains(m, "active endpoints") || strings.Contains(m, "not found") {
+					p.notef("network %s of an earlier colo run is being removed by another cleaner (%v)", n, err)
+					continue
+				}
 				errs = append(errs, err)
 				continue
 			}

@@ -512,6 +512,21 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 		{Type: R, Config: 0x60006a3}:                              0.4e9, // cycle_activity.stalls_l3_miss
 		{Type: R, Config: 0x1ff1}:                                 2e7,   // l2_lines_in.all (Ice Lake-SP L2 misses)
 	}, 0.25)
+	// The fake PMU counts by its clock. One sample reads the events one after another; on
+	// a loaded host those reads can be milliseconds apart, which skews the ratios of a
+	// 100 ms interval. The clock therefore moves with the wall clock only once 40 ms have
+	// passed since it last moved: the reads of one sample see one instant, samples 100 ms
+	// apart see the time between them.
+	var clockMu sync.Mutex
+	clock := time.Now()
+	pmu.Now = func() time.Time {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		if now := time.Now(); now.Sub(clock) >= 40*time.Millisecond {
+			clock = now
+		}
+		return clock
+	}
 	// 2 s per job: ~18 samples each at 100 ms, of which 5 are needed
 	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
 	o := e.options(nil)
@@ -557,10 +572,10 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	c0, _ := pf.Read(js.ID)
-	t0 := time.Now()
-	time.Sleep(300 * time.Millisecond)
+	t0 := pmu.Now()
+	time.Sleep(time.Second)
 	c1, _ := pf.Read(js.ID)
-	dt := time.Since(t0).Seconds()
+	dt := pmu.Now().Sub(t0).Seconds() // the PMU's clock, as the counters saw it
 	if r := (c1.Instructions - c0.Instructions) / dt; r < 1.8e9 || r > 2.2e9 {
 		t.Errorf("instruction rate %.3g/s, want 2e9/s", r)
 	}
