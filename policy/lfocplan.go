@@ -32,6 +32,7 @@ type LFOCPlanner struct {
 	sd              []float64
 	cache           map[pairKey]int32
 	pool            []float64
+	sig             []*float64 // curves of the local applications of the last pc
 }
 
 // maxPairCache bounds the pair curves a planner keeps (2W floats each).
@@ -264,16 +265,34 @@ func (p *LFOCPlanner) pairClustering(apps []int, curves []AppCurves, total int, 
 	at := func(i, w int) float64 { return s[i][w-1] }
 	if p.cache == nil || len(p.cache)+n*n > maxPairCache {
 		p.cache, p.pool = make(map[pairKey]int32), p.pool[:0] // forget curves of the past
+		p.sig = p.sig[:0]
 	}
 	p.extra = growBools(p.extra, n)
 	w := initialPartitioning(growInts(p.w, n), p.extra, s, total, threshold)
 	p.w = w
-	if cap(p.pc) < n*n {
-		p.pc = make([]int32, n*n)
+	// The local pair → pool offsets stay valid while the same curves sit at the same
+	// local indices (the usual case between two re-samplings): then no cache lookup at all.
+	same := len(p.sig) == 2*n && len(p.pc) == n*n
+	for i, a := range apps {
+		if same && (p.sig[2*i] != first(curves[a].Slowdown) || p.sig[2*i+1] != first(curves[a].LLCMPKC)) {
+			same = false
+		}
 	}
-	p.pc = p.pc[:n*n]
-	for i := range p.pc {
-		p.pc[i] = -1
+	if !same {
+		if cap(p.sig) < 2*n {
+			p.sig = make([]*float64, 2*n)
+		}
+		p.sig = p.sig[:2*n]
+		for i, a := range apps {
+			p.sig[2*i], p.sig[2*i+1] = first(curves[a].Slowdown), first(curves[a].LLCMPKC)
+		}
+		if cap(p.pc) < n*n {
+			p.pc = make([]int32, n*n)
+		}
+		p.pc = p.pc[:n*n]
+		for i := range p.pc {
+			p.pc[i] = -1
+		}
 	}
 	partner := growInts(p.partner, n)
 	for i := range partner {

@@ -34,9 +34,6 @@ func (s *searchState) buildTables(jobs int, tick func(int64)) {
 		if unf {
 			nl = levelCountUnf
 		}
-		if expLevels >= 0 {
-			nl = expLevels
-		}
 		bus.addLevels(nl)
 	}
 	levels := bus.levels()
@@ -122,7 +119,9 @@ func ubMinTable(apps []*profile.Table, sd [][]float64, bus *busBounds) []float64
 // bisection with the additive test of busBounds over the whole workload: pressure P is
 // reached by every allocation when min over allocations of Σq_P ≥ thr(P), the minimum a
 // subset DP (opMinSum). Two rounds of three probes narrow [P_0, P_max] to a sixteenth.
-// The levels are then spread above it, where they can still separate nodes.
+// The same probes bound the pressure from above: no allocation reaches P when the maximum
+// of Σq_P (opSum) is below thr(P); that lowers bus.Pmax (the factors' upper bounds) and
+// the levels are then spread between the two, where they can still separate nodes.
 func (s *searchState) lowestPressure(jobs int) float64 {
 	bus := s.bus
 	lo, hi := bus.P[0], bus.Pmax
@@ -132,7 +131,7 @@ func (s *searchState) lowestPressure(jobs int) float64 {
 	const probes = 3
 	ops := make([][]rowOp, probes)
 	for i := range ops {
-		ops[i] = []rowOp{opMinSum}
+		ops[i] = []rowOp{opMinSum, opSum}
 	}
 	full := (1 << uint(s.n)) - 1
 	for round := 0; round < 2; round++ {
@@ -143,13 +142,14 @@ func (s *searchState) lowestPressure(jobs int) float64 {
 		tabs := buildClusterTables(s.in.Apps, s.W, ops, func(i int, f float64, dst [][]float64) {
 			bw := s.in.Apps[i].At(profile.BandwidthMBps, f)
 			for j := range dst {
-				dst[j][0] = bus.q(P[j], bw)
+				q := bus.q(P[j], bw)
+				dst[j][0], dst[j][1] = q, q
 			}
 		}, jobs, nil)
 		nlo, nhi := lo, hi
 		for j := probes - 1; j >= 0; j-- {
-			bt := buildBoundTable(tabs[j], []dpRow{{0, opMinSum}}, jobs, nil)
-			least := math.Inf(1)
+			bt := buildBoundTable(tabs[j], []dpRow{{0, opMinSum}, {1, opSum}}, jobs, nil)
+			least, most := math.Inf(1), math.Inf(-1)
 			rem := full ^ 1
 			for sub := rem; ; sub = (sub - 1) & rem {
 				c := sub | 1
@@ -157,25 +157,26 @@ func (s *searchState) lowestPressure(jobs int) float64 {
 				q := tabs[j].row(c, 0)
 				if rest == 0 {
 					least = math.Min(least, q[s.W-1])
+					most = math.Max(most, q[s.W-1])
 				} else {
 					for k := 1; k < s.W; k++ {
 						least = math.Min(least, q[k-1]+bt.at(rest, s.W-k, 0))
+						most = math.Max(most, q[k-1]+bt.at(rest, s.W-k, 1))
 					}
 				}
 				if sub == 0 {
 					break
 				}
 			}
-			if least >= bus.thr(P[j]) {
-				nlo = P[j]
-				break
+			if most < bus.thrBelow(P[j]) {
+				nhi = P[j] // no allocation reaches P[j]
 			}
-			nhi = P[j]
+			if least >= bus.thr(P[j]) {
+				nlo = math.Max(nlo, P[j])
+			}
 		}
 		lo, hi = nlo, nhi
 	}
+	bus.Pmax = hi
 	return lo
 }
-
-// expLevels overrides the number of pressure levels (≥ 0) for experiments in tests.
-var expLevels = -1

@@ -29,9 +29,10 @@ import (
 // Σ over placed applications is exact at a node, and the smallest Σ the others can still
 // reach is a subset DP like the STP bound (opMinSum): the node's pressure is at least the
 // highest level P_l whose test every completion passes — the "best aggregate demand still
-// reachable in the subtree". P[0] is the global lower bound (every demand at its minimum
-// over the curve for morad/stalls, whose U grows with every demand; 0 for simple), valid
-// for every allocation without a test.
+// reachable in the subtree". P[0] is a lower bound valid for every allocation without a
+// test: first every demand at its minimum over the curve (morad/stalls, whose U grows with
+// every demand; (Σ min − B)/Σ max² for simple), then raised by bisection over the test for
+// the whole workload (searchState.lowestPressure).
 type busBounds struct {
 	model perfmodel.BWModel
 	B     float64
@@ -175,6 +176,15 @@ func (b *busBounds) thr(P float64) float64 {
 	return P + 1e-12
 }
 
+// thrBelow is thr with the margin the other way: Σq < thrBelow(P) proves the pressure is
+// below P.
+func (b *busBounds) thrBelow(P float64) float64 {
+	if b.model == perfmodel.Simple {
+		return b.B * (1 - 1e-12)
+	}
+	return P - 1e-12
+}
+
 // factorAndQ is lowFactor and q at once (the Morad share u gives both: F = x/u).
 func (b *busBounds) factorAndQ(P float64, a *perfmodel.App) (F, q float64) {
 	if b.model == perfmodel.Simple {
@@ -190,25 +200,6 @@ func (b *busBounds) factorAndQ(P float64, a *perfmodel.App) (F, q float64) {
 		F = perfmodel.StallsFactor(F, a.StallsTotal, a.StallsMem)
 	}
 	return math.Max(1, F*(1-1e-9)), u
-}
-
-// bandwidthBounds bounds the bandwidth factor F_i of an application at share f under any
-// allocation of the others (busBounds): lowF(i, f) ≤ F_i ≤ highF(i, f) ≤ hiMax(i). All nil
-// without a bandwidth model (F = 1).
-func bandwidthBounds(apps []*profile.Table, m perfmodel.Options) (lowF, highF func(i int, f float64) float64, hiMax func(i int) float64) {
-	b := newBusBounds(apps, m)
-	if b == nil {
-		return nil, nil, nil
-	}
-	lowF = func(i int, f float64) float64 {
-		a := perfmodel.CacheApp(apps[i], f)
-		return b.lowFactor(b.P[0], &a)
-	}
-	highF = func(i int, f float64) float64 {
-		a := perfmodel.CacheApp(apps[i], f)
-		return b.highFactor(&a)
-	}
-	return lowF, highF, b.hiMax
 }
 
 // levels returns the pressure levels above P[0] (none for nil).

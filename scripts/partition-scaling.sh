@@ -13,7 +13,12 @@ echo "Load average before: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
 echo "| apps | model | policy | time | nodes | gap |"
 echo "|---|---|---|---|---|---|"
-go test -run XXX -bench '^BenchmarkOptc$' -benchtime 1x -timeout 6h ./policy | awk '
+bin=$(mktemp)
+trap 'rm -f "$bin"' EXIT
+go test -c -o "$bin" ./policy
+# sh reads the lines as each search ends (mawk would hold them until the end)
+(cd policy && "$bin" -test.run XXX -test.bench '^BenchmarkOptc$' -test.benchtime 1x -test.timeout 6h) |
+	while IFS= read -r line; do printf '%s\n' "$line" | awk '
 /^BenchmarkOptc\// {
 	split($1, p, "/"); sub("model=", "", p[2]); sub("apps=", "", p[3]); sub("-[0-9]+$", "", p[4])
 	pol = "optc-" p[4]
@@ -26,5 +31,6 @@ go test -run XXX -bench '^BenchmarkOptc$' -benchtime 1x -timeout 6h ./policy | a
 	}
 	printf "| %s | %s | %s | %s | %s | %s |\n", p[3], model, pol, t, nodes, gap
 }'
+	done
 echo
 echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
