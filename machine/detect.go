@@ -3,6 +3,7 @@ package machine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"io/fs"
 	"math/bits"
 	"os"
@@ -423,6 +424,9 @@ func ParseCacheSize(s string) (int64, error) {
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("%q is not a cache size (want a whole number of bytes, optionally with K, M or G)", s)
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a cache size: it overflows 64 bits", s)
 	}
 	return n * mult, nil
 }
