@@ -50,7 +50,10 @@ type sampler struct {
 	closeLogs       func()
 	firstLine       chan struct{}
 	firstOnce       sync.Once
-	waitNewMax      time.Duration
+	// waitNewMax is how long a sample waits for the target's next progress line before
+	// the probe gives up on a hung target (generous: a loaded 2-vCPU host can starve a
+	// container of CPU for seconds).
+	waitNewMax time.Duration
 }
 
 func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup, cpu int, po perf.Options) (*sampler, error) {
@@ -135,7 +138,7 @@ func (s *sampler) consume(lines <-chan stress.Report, readCPU func() (float64, e
 }
 
 func newBare() *sampler {
-	return &sampler{notify: make(chan struct{}, 1), firstLine: make(chan struct{}), waitNewMax: 5 * time.Second}
+	return &sampler{notify: make(chan struct{}, 1), firstLine: make(chan struct{}), waitNewMax: 30 * time.Second}
 }
 
 // readCPU returns the target's cumulative CPU ns (only the log goroutine calls it).
