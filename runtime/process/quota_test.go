@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,12 +64,40 @@ func TestProcessCPUQuota(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		st = read("cpu.stat")
 	}
+	// then the kernel's own accounting over the next 10 enforcement periods: the CPU time
+	// used in them is at most one quota per period (plus a period of slack at each end for
+	// the runtime the kernel hands out in slices), whatever the host's load. No wall-clock
+	// rate: a loaded host only makes the spinner use less.
+	periods := func(st string) int {
+		for _, l := range strings.Split(st, "\n") {
+			if n, ok := strings.CutPrefix(l, "nr_periods "); ok {
+				v, err := strconv.Atoi(strings.TrimSpace(n))
+				if err != nil {
+					t.Fatalf("cpu.stat %q: %v", st, err)
+				}
+				return v
+			}
+		}
+		t.Fatalf("cpu.stat without nr_periods: %q", st)
+		return 0
+	}
 	s1, _ := r.Stats(ctx, id)
-	// CPU time can only fall short of the quota on a busy host, never exceed it by much
-	c := rt.CPUCores(s0, s1)
-	t.Logf("spinner at quota 0.25: %.3f cores; cpu.stat %q", c, st)
-	if c >= 0.4 {
-		t.Errorf("spinner used %.3f cores under a 0.25 quota", c)
+	p1 := periods(read("cpu.stat"))
+	p2 := p1
+	for p2 < p1+10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("cpu.stat nr_periods stayed at %d (from %d) until the deadline", p2, p1)
+		}
+		time.Sleep(50 * time.Millisecond)
+		p2 = periods(read("cpu.stat"))
+	}
+	s2, _ := r.Stats(ctx, id)
+	used := time.Duration(s2.CPUTotalNs - s1.CPUTotalNs)
+	allowed := time.Duration(p2-p1+2) * q
+	t.Logf("spinner at quota 0.25: %v of CPU in %d enforcement periods (at most %v); %.3f cores; cpu.stat %q",
+		used, p2-p1, allowed, rt.CPUCores(s0, s2), st)
+	if used > allowed {
+		t.Errorf("spinner used %v of CPU in %d periods of a 25 ms quota (at most %v)", used, p2-p1, allowed)
 	}
 	if err := r.SetCPUQuota(ctx, id, 0, rt.CFSPeriod); err != nil {
 		t.Fatal(err)
