@@ -3,11 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"

@@ -3,8 +3,8 @@ package machine
 import (
 	"errors"
 	"fmt"
-	"math"
 	"io/fs"
+	"math"
 	"math/bits"
 	"os"
 	"path/filepath"
