@@ -213,6 +213,26 @@ func parsePIDs(b []byte) []int {
 	return out
 }
 
+// CgroupAtPath resolves a cgroup path relative to the hierarchies' roots (the same path
+// in every hierarchy, as container runtimes create it) onto this host's mounted
+// hierarchies (/proc/self/mountinfo), as ResolveCgroup does for a process.
+func CgroupAtPath(path string) (Cgroup, error) {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return Cgroup{}, err
+	}
+	mounts := Mounts(mi)
+	var lines []string
+	for i, m := range mounts {
+		if m.Version == 2 {
+			lines = append(lines, "0::"+path)
+		} else {
+			lines = append(lines, fmt.Sprintf("%d:%s:%s", i+1, strings.Join(m.Controllers, ","), path))
+		}
+	}
+	return ResolveCgroup([]byte(strings.Join(lines, "\n")), mounts)
+}
+
 // ResolveCgroup maps the content of /proc/<pid>/cgroup onto the mounted hierarchies.
 // It works for cgroupfs and systemd drivers alike because it reads where the kernel put
 // the process instead of guessing the driver's naming scheme.

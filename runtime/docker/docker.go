@@ -411,20 +411,7 @@ func (r *Runtime) cgroupByDriver(id string, hc *container.HostConfig) (rt.Cgroup
 	if err != nil {
 		return rt.Cgroup{}, err
 	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return rt.Cgroup{}, err
-	}
-	mounts := rt.Mounts(mi)
-	var lines []string
-	for i, m := range mounts {
-		if m.Version == 2 {
-			lines = append(lines, "0::"+p)
-		} else {
-			lines = append(lines, fmt.Sprintf("%d:%s:%s", i+1, strings.Join(m.Controllers, ","), p))
-		}
-	}
-	cg, err := rt.ResolveCgroup([]byte(strings.Join(lines, "\n")), mounts)
+	cg, err := rt.CgroupAtPath(p)
 	if err != nil {
 		return cg, err
 	}
