@@ -226,16 +226,7 @@ func (a *Agent) syncTasks(mb *Member, l *live) {
 	}
 	defer func() { l.synced, l.syncedAt, l.syncedMon = tids, time.Now(), into+"|"+pl.Group }()
 	have, _ := a.o.Groups.Tasks(into)
-	in := make(map[int]bool, len(have))
-	for _, t := range have {
-		in[t] = true
-	}
-	var add []int
-	for _, t := range tids {
-		if !in[t] {
-			add = append(add, t)
-		}
-	}
+	add := resctrl.MissingTasks(have, tids)
 	if len(add) == 0 {
 		return
 	}

@@ -607,3 +607,19 @@ func (c *Client) Reconcile(keep func(path string) bool) ([]string, error) {
 
 // IsErrno reports whether err (from this package or an FS) carries errno.
 func IsErrno(err error, errno syscall.Errno) bool { return errors.Is(err, errno) }
+
+// MissingTasks returns the thread IDs of tids that are not in have (a group's tasks file),
+// in tids' order: what a sync of a workload's threads into its group must still move.
+func MissingTasks(have, tids []int) []int {
+	in := make(map[int]bool, len(have))
+	for _, t := range have {
+		in[t] = true
+	}
+	var add []int
+	for _, t := range tids {
+		if !in[t] {
+			add = append(add, t)
+		}
+	}
+	return add
+}

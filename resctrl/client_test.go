@@ -610,3 +610,15 @@ func TestOSFSLockIsFlock(t *testing.T) {
 		t.Fatal("Lock on a missing root must fail")
 	}
 }
+
+func TestMissingTasks(t *testing.T) {
+	for _, c := range []struct{ have, tids, want []int }{
+		{nil, []int{3, 1}, []int{3, 1}},
+		{[]int{1, 2, 3}, []int{3, 1}, nil},
+		{[]int{2}, []int{5, 2, 4}, []int{5, 4}},
+	} {
+		if got := resctrl.MissingTasks(c.have, c.tids); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("MissingTasks(%v, %v) = %v, want %v", c.have, c.tids, got, c.want)
+		}
+	}
+}

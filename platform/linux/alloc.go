@@ -150,16 +150,7 @@ func (p *Platform) syncTasks(j *job) {
 		return // exited: nothing to sync
 	}
 	have, _ := p.rdt.Tasks(into)
-	in := make(map[int]bool, len(have))
-	for _, t := range have {
-		in[t] = true
-	}
-	var add []int
-	for _, t := range tids {
-		if !in[t] {
-			add = append(add, t)
-		}
-	}
+	add := resctrl.MissingTasks(have, tids)
 	if len(add) == 0 {
 		return
 	}
