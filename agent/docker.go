@@ -44,14 +44,7 @@ func (d *Docker) Run(ctx context.Context, out chan<- Event) {
 		if synced {
 			wait = first
 		}
-		select {
-		case out <- Event{Kind: Down, Err: err}:
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+		if !downThenWait(ctx, out, err, wait) {
 			return
 		}
 		wait = min(2*wait, 30*time.Second)
@@ -146,4 +139,21 @@ func (d *Docker) inspect(ctx context.Context, cli *client.Client, id string) (Co
 	}
 	ct.Cgroup, ct.CgroupDirs, ct.CgroupV = cg.Path, cg.Dirs, cg.Version
 	return ct, true
+}
+
+// downThenWait tells the agent that a runtime connection is down (err says why) and waits
+// wait before the next attempt; false when ctx ends first. Both discovery sources (Docker,
+// NRI) reconnect through it with their own back-off.
+func downThenWait(ctx context.Context, out chan<- Event, err error, wait time.Duration) bool {
+	select {
+	case out <- Event{Kind: Down, Err: err}:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case <-time.After(wait):
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

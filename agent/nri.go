@@ -74,14 +74,7 @@ func (n *NRI) Run(ctx context.Context, out chan<- Event) {
 		if ctx.Err() != nil {
 			return
 		}
-		select {
-		case out <- Event{Kind: Down, Err: err}:
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+		if !downThenWait(ctx, out, err, wait) {
 			return
 		}
 		wait = min(2*wait, 10*time.Second)
