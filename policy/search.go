@@ -79,6 +79,10 @@ type searchState struct {
 	bnd  *boundTable   // level 0: rows b0STP, [b0LbMax]
 	// ubMin[R/2] bounds the smallest final slowdown of R from above (MinUnf).
 	ubMin []float64
+	// rows of bnd: stpRow is −1 when bnd has no STP row (MinUnf without a model: STP only
+	// breaks ties there, bounded by stpUB[R/2] instead), lbRow the lowest maximum (MinUnf).
+	stpRow, lbRow int
+	stpUB         []float64
 	bus   *busBounds // nil without an active bandwidth model
 	lag   *lagBound  // STP under the simple model (useLag), nil otherwise
 	lv    []level    // pressure levels 1..len(lv) (index l−1)
@@ -176,9 +180,13 @@ func (s *searchState) bound(nd *node, c, k, rest, rr int) (u, stp float64) {
 		mn = math.Min(mn, t.data[base+2*t.W+k-1])
 	}
 	if rest != 0 {
-		stp += s.bnd.at(rest, rr, b0STP)
+		if s.stpRow >= 0 {
+			stp += s.bnd.at(rest, rr, s.stpRow)
+		} else {
+			stp += s.stpUB[rest>>1]
+		}
 		if unf {
-			mx = math.Max(mx, s.bnd.at(rest, rr, b0LbMax))
+			mx = math.Max(mx, s.bnd.at(rest, rr, s.lbRow))
 			mn = math.Min(mn, s.ubMin[rest>>1])
 		}
 	}
