@@ -48,6 +48,7 @@ func (h *fakeHost) Threads(c Container) ([]int, error) {
 	return append([]int(nil), h.threads[c.ID]...), nil
 }
 func (h *fakeHost) OpenCounters(c Container) (Counters, error) { return nil, errNoCounters }
+func (h *fakeHost) Forget(Container)                           {}
 
 type harness struct {
 	t      *testing.T
