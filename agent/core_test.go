@@ -8,21 +8,11 @@ import (
 
 	"colo/machine"
 	_ "colo/policy/dcat"
-	"colo/sched"
 )
 
 func newCore(t *testing.T, policy string) (*Core, *machine.Profile) {
 	t.Helper()
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := sched.DefaultConfig()
-	cfg.RDT = true
-	s, err := sched.New(policy, sched.Env{Machine: m, Config: cfg, IPCEUnavailable: "no PMU in this test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, m := testPolicy(t, policy)
 	return NewCore(m, s), m
 }
 

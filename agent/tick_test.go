@@ -11,28 +11,15 @@ import (
 	"colo/machine"
 	"colo/resctrl"
 	"colo/resctrl/emu"
+	"colo/resctrl/journal"
 	"colo/sched"
 )
 
-// tickAgent is an agent on the in-process emulator driven tick by tick (no Run, no
-// clock): n containers of the three classes, three threads each, already added.
-func tickAgent(tb testing.TB, policy string, n int, monInterval time.Duration, wrap func(Groups) Groups) (*Agent, *fakeHost, *emu.Emulator) {
+// testPolicy is the named policy on the emulator's "intel" machine (icx-4314-2s), with
+// RDT and without a PMU.
+func testPolicy(tb testing.TB, policy string) (sched.Scheduler, *machine.Profile) {
 	tb.Helper()
-	em, err := emu.NewNamed("intel", emu.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	inst := NewInstance()
-	jr, err := OpenJournal(tb.TempDir(), "emu", inst)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { jr.Close() })
-	g, err := NewResctrl(resctrl.New(em.FS(), resctrl.Options{Prefix: GroupPrefix(inst), AllowDefault: true}), "emu", false)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -42,9 +29,41 @@ func tickAgent(tb testing.TB, policy string, n int, monInterval time.Duration, w
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return s, m
+}
+
+// testOptions are an agent's options on the in-process emulator: the policy, a new
+// instance's journal under stateDir, the emulator's groups (through wrap), a fake host,
+// a silent log and a 20 ms interval.
+func testOptions(tb testing.TB, em *emu.Emulator, policy, stateDir string, wrap func(Groups) Groups) (Options, *journal.Journal, *fakeHost) {
+	tb.Helper()
+	s, m := testPolicy(tb, policy)
+	inst := NewInstance()
+	jr, err := OpenJournal(stateDir, "emu:intel", inst)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, err := NewResctrl(resctrl.New(em.FS(), resctrl.Options{Prefix: GroupPrefix(inst), AllowDefault: true}), "emu:intel", false)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	host := &fakeHost{threads: map[string][]int{}}
-	a, err := New(Options{Machine: m, Scheduler: s, Groups: wrap(g), Journal: jr, Discovery: &fakeRuntime{}, Host: host,
-		Interval: 50 * time.Millisecond, MonInterval: monInterval, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return Options{Machine: m, Scheduler: s, Groups: wrap(g), Journal: jr, Discovery: &fakeRuntime{}, Host: host,
+		Interval: 20 * time.Millisecond, StateDir: stateDir, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, jr, host
+}
+
+// tickAgent is an agent on the in-process emulator driven tick by tick (no Run, no
+// clock): n containers of the three classes, three threads each, already added.
+func tickAgent(tb testing.TB, policy string, n int, monInterval time.Duration, wrap func(Groups) Groups) (*Agent, *fakeHost, *emu.Emulator) {
+	tb.Helper()
+	em, err := emu.NewNamed("intel", emu.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o, jr, host := testOptions(tb, em, policy, tb.TempDir(), wrap)
+	tb.Cleanup(func() { jr.Close() })
+	o.Interval, o.MonInterval = 50*time.Millisecond, monInterval
+	a, err := New(o)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -196,20 +196,12 @@ func (c Cgroup) threadFiles() ([]string, error) {
 // Threads lists every thread ID in the cgroup (v1 "tasks", v2 "cgroup.threads"): what
 // resctrl's tasks file needs, since it assigns threads, not processes.
 func (c Cgroup) Threads() ([]int, error) {
-	files, err := c.threadFiles()
+	tl, err := OpenThreads(c)
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		return parsePIDs(b), nil
-	}
-	return nil, fmt.Errorf("read cgroup threads: %w (the workload has exited or its cgroup was removed)", lastErr)
+	defer tl.Close()
+	return tl.Read()
 }
 
 // ThreadList is a cgroup's thread list kept open: each Read re-reads it from offset 0

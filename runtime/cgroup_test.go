@@ -164,11 +164,18 @@ func TestSpecValidate(t *testing.T) {
 	}
 }
 
-func TestCgroupOfSelf(t *testing.T) {
+// selfCgroup is this test process's cgroup.
+func selfCgroup(tb testing.TB) Cgroup {
+	tb.Helper()
 	cg, err := CgroupOfPID(os.Getpid())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return cg
+}
+
+func TestCgroupOfSelf(t *testing.T) {
+	cg := selfCgroup(t)
 	procs, err := cg.Procs()
 	if err != nil {
 		t.Fatal(err)
@@ -185,10 +192,7 @@ func TestCgroupOfSelf(t *testing.T) {
 // A ThreadList kept open sees threads created after it was opened (each Read re-reads
 // the kernel's list) and lists what Threads lists.
 func TestThreadListRereads(t *testing.T) {
-	cg, err := CgroupOfPID(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cg := selfCgroup(t)
 	tl, err := OpenThreads(cg)
 	if err != nil {
 		t.Fatal(err)
