@@ -76,6 +76,8 @@ type Options struct {
 	// over the intervals); 0 or less than Interval: every interval. Each read is a
 	// syscall per counter file and L3 domain, the agent's main cost at short intervals.
 	MonInterval time.Duration
+	// Select limits the agent to containers with these labels (empty: every container).
+	Select Selector
 	// StateDir holds the mount's journal (dead instances are undone at start).
 	StateDir string
 	Log      *slog.Logger
@@ -195,7 +197,7 @@ func (a *Agent) handle(ev Event) {
 		a.runtime.up, a.runtime.err = true, ""
 		a.mu.Unlock()
 		seen := map[string]bool{}
-		for _, c := range ev.Containers {
+		for _, c := range a.o.Select.selected(ev.Containers) {
 			seen[c.ID] = true
 			a.add(c)
 		}
@@ -206,7 +208,7 @@ func (a *Agent) handle(ev Event) {
 		}
 		a.o.Log.Info("runtime synced", "runtime", a.o.Discovery.Name(), "containers", len(ev.Containers))
 	case Upsert:
-		for _, c := range ev.Containers {
+		for _, c := range a.o.Select.selected(ev.Containers) {
 			a.add(c)
 		}
 	case Gone:

@@ -63,7 +63,7 @@ func startAgent(t *testing.T, em *emu.Emulator, policy, stateDir string) *harnes
 	return startAgentWrapped(t, em, policy, stateDir, func(g Groups) Groups { return g })
 }
 
-func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, wrap func(Groups) Groups) *harness {
+func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, wrap func(Groups) Groups, opts ...func(*Options)) *harness {
 	t.Helper()
 	o, jr, host := testOptions(t, em, policy, stateDir, wrap)
 	h := &harness{t: t, em: em, rt: &fakeRuntime{ch: make(chan Event)}, host: host,
@@ -75,6 +75,9 @@ func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, 
 		default:
 		}
 		h.ticks <- st
+	}
+	for _, opt := range opts {
+		opt(&o)
 	}
 	var err error
 	if h.a, err = New(o); err != nil {
