@@ -3,10 +3,11 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
 	"strings"
 
 	"colo/bench"
+	"colo/platform"
 	"colo/resctrl"
 	"colo/resctrl/plan"
 	"colo/sched"
@@ -28,22 +29,10 @@ func (p *Platform) own(name string) bool { return strings.HasPrefix(name, p.pref
 
 // planInput reads the mount and gathers every job's wish.
 func (p *Platform) planInput() (plan.Input, error) {
-	groups, closids, rmids, err := p.rdt.PlanState(p.m, p.own)
-	if err != nil {
-		return plan.Input{}, err
-	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	in := plan.Input{Machine: p.m, CLOSIDs: closids, RMIDs: rmids, Prefix: p.prefix, Groups: groups, Placed: p.placed}
-	names := make([]string, 0, len(p.want))
-	for t := range p.want {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	for _, t := range names {
-		in.Want = append(in.Want, p.want[t])
-	}
-	return in, nil
+	placed, want := maps.Clone(p.placed), maps.Clone(p.want)
+	p.mu.Unlock()
+	return plan.Read(p.rdt, p.m, p.prefix, placed, want)
 }
 
 // replan plans every job's allocation and applies the plan; a refused job's wish falls
@@ -123,12 +112,7 @@ func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	if err != nil {
 		return nil
 	}
-	bs := plan.Budgets(in)
-	out := make([]sched.CLOSBudget, len(bs))
-	for i, b := range bs {
-		out[i] = sched.CLOSBudget{Groups: b.Groups, Foreign: b.Foreign}
-	}
-	return out
+	return platform.Budgets(plan.Budgets(in))
 }
 
 // syncTasks writes the container's threads into its resctrl groups (containers fork;

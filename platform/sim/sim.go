@@ -20,6 +20,7 @@ import (
 
 	"colo/bench"
 	"colo/machine"
+	"colo/platform"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 	"colo/resctrl/plan"
@@ -269,20 +270,7 @@ func (p *Platform) replan() error {
 }
 
 func (p *Platform) planInput() (plan.Input, error) {
-	groups, closids, rmids, err := p.ad.PlanState(p.m, func(name string) bool { return strings.HasPrefix(name, p.prefix) })
-	if err != nil {
-		return plan.Input{}, err
-	}
-	in := plan.Input{Machine: p.m, CLOSIDs: closids, RMIDs: rmids, Prefix: p.prefix, Groups: groups, Placed: p.placed}
-	names := make([]string, 0, len(p.want))
-	for t := range p.want {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	for _, t := range names {
-		in.Want = append(in.Want, p.want[t])
-	}
-	return in, nil
+	return plan.Read(p.ad, p.m, p.prefix, p.placed, p.want)
 }
 
 // CLOSBudget implements bench.CLOSBudgeter: per socket, how many control groups the
@@ -295,17 +283,10 @@ func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	if err != nil {
 		return nil
 	}
-	p.budget, p.budgetGen = budgets(plan.Budgets(in)), p.emu.Generation()
+	p.budget, p.budgetGen = platform.Budgets(plan.Budgets(in)), p.emu.Generation()
 	return p.budget
 }
 
-func budgets(bs []plan.Budget) []sched.CLOSBudget {
-	out := make([]sched.CLOSBudget, len(bs))
-	for i, b := range bs {
-		out[i] = sched.CLOSBudget{Groups: b.Groups, Foreign: b.Foreign}
-	}
-	return out
-}
 
 // SetDefaultMask implements bench.Platform: every L3 domain of the socket.
 func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
