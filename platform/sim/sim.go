@@ -287,7 +287,6 @@ func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	return p.budget
 }
 
-
 // SetDefaultMask implements bench.Platform: every L3 domain of the socket.
 func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
 	doms, err := resctrl.SocketDomains(p.m, socket)
