@@ -296,15 +296,11 @@ func (p *Platform) SetQuota(id int, quota float64) error {
 	if !(quota > 0 && quota <= 1) {
 		return fmt.Errorf("job %s: CPU quota %v: want a fraction in (0, 1] of its cores' time", j.spec.Name, quota)
 	}
-	qs, ok := p.rtm.(rt.QuotaSetter)
-	if !ok {
-		return fmt.Errorf("job %s: the %s runtime cannot limit CPU time", j.spec.Name, p.rtm.Name())
-	}
 	q, err := rt.CFSQuota(quota, len(j.cpus), rt.CFSPeriod)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
-	if err := qs.SetCPUQuota(p.ctx, j.rid, q, rt.CFSPeriod); err != nil {
+	if err := p.rtm.SetCPUQuota(p.ctx, j.rid, q, rt.CFSPeriod); err != nil {
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
 	j.quota = quota
