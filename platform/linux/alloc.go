@@ -6,7 +6,6 @@ import (
 	"maps"
 	"strings"
 
-	"colo/bench"
 	"colo/platform"
 	"colo/resctrl"
 	"colo/resctrl/plan"
@@ -102,7 +101,7 @@ func (p *Platform) setWant(id int, f func(w *plan.Want)) {
 	p.want[tenant(id)] = w
 }
 
-// CLOSBudget implements bench.CLOSBudgeter: per socket, how many control groups this run
+// CLOSBudget implements platform.CLOSBudgeter: per socket, how many control groups this run
 // may hold on the mount and the ways other agents' groups claim.
 func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	if p.rdt == nil {
@@ -188,7 +187,7 @@ func (p *Platform) noRDT() error {
 	return errors.New("no resctrl on this host: cache and bandwidth allocation are unavailable (run with --resctrl-root DIR on an emulator mount, or on a host with RDT; colo doctor explains)")
 }
 
-// SetAllocation implements bench.Platform through the group planner: the job's threads
+// SetAllocation implements platform.AllocationApplier through the group planner: the job's threads
 // get L3 mask `mask` and MBA `mba` on every resctrl domain of `socket` (mask 0: back to
 // system/default). The group's schemata is written before any thread moves; an
 // allocation the planner refuses (no CLOSID left, ways of another agent) leaves the job
@@ -214,7 +213,7 @@ func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 	return nil
 }
 
-// SetDefaultMask implements bench.Platform. The original mask is saved first, so a
+// SetDefaultMask implements platform.AllocationApplier. The original mask is saved first, so a
 // restarted colo restores it after a crash.
 func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
 	if p.rdt == nil {
@@ -270,36 +269,36 @@ func (p *Platform) setSocket(path string, socket int, mask uint64, mba int) erro
 	return nil
 }
 
-// ReadAllocation implements bench.Platform: the job's group and its schemata on the
+// ReadAllocation implements platform.AllocationApplier: the job's group and its schemata on the
 // job's socket, read back from resctrl.
 //
 // Without resctrl every job is in system/default by construction (SetAllocation refuses),
 // so the reading is the empty default group; New recorded once that RDT is unavailable.
-func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
+func (p *Platform) ReadAllocation(id int) (platform.AllocationReading, error) {
 	j, err := p.get(id)
 	if err != nil {
-		return bench.AllocationReading{}, err
+		return platform.AllocationReading{}, err
 	}
 	if p.rdt == nil {
-		return bench.AllocationReading{}, nil
+		return platform.AllocationReading{}, nil
 	}
 	ctrl := p.placement(id).Group
 	doms, err := resctrl.SocketDomains(p.m, j.socket)
 	if err != nil {
-		return bench.AllocationReading{}, err
+		return platform.AllocationReading{}, err
 	}
 	mask, mba, err := p.rdt.ReadSchemata(ctrl, doms[0])
 	if err != nil {
-		return bench.AllocationReading{}, err
+		return platform.AllocationReading{}, err
 	}
 	for _, d := range doms[1:] { // the planner writes them all alike
 		m, b, err := p.rdt.ReadSchemata(ctrl, d)
 		if err != nil {
-			return bench.AllocationReading{}, err
+			return platform.AllocationReading{}, err
 		}
 		if m != mask || b != mba {
-			return bench.AllocationReading{}, fmt.Errorf("job %s: group %q differs across socket %d's domains: domain %d L3 %#x MB %d, domain %d L3 %#x MB %d", j.spec.Name, ctrl, j.socket, doms[0], mask, mba, d, m, b)
+			return platform.AllocationReading{}, fmt.Errorf("job %s: group %q differs across socket %d's domains: domain %d L3 %#x MB %d, domain %d L3 %#x MB %d", j.spec.Name, ctrl, j.socket, doms[0], mask, mba, d, m, b)
 		}
 	}
-	return bench.AllocationReading{Group: ctrl, Mask: mask, MBA: mba}, nil
+	return platform.AllocationReading{Group: ctrl, Mask: mask, MBA: mba}, nil
 }
