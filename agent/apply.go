@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
 	"colo/resctrl"
@@ -55,8 +54,6 @@ func tenantOf(id string) string {
 	}
 	return tenantChars.ReplaceAllString(id, "_")
 }
-
-func exhausted(err error) bool { return resctrl.IsErrno(err, syscall.ENOSPC) }
 
 // replan plans every container's wish and applies the plan; a refused wish falls back to
 // where the container is.
