@@ -36,11 +36,11 @@ func TestLegacyGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var in plan.Input
 	ad, err := resctrl.NewAdapter(c, "/mnt/x")
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		in, err = plan.Read(ad, m, "colo.1-1.", nil, nil)
 	}
-	in, err := plan.Read(ad, m, "colo.1-1.", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
