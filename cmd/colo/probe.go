@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"colo/machine"
+	plat "colo/platform"
+	simplatform "colo/platform/sim"
 	"colo/probe"
 	"colo/probe/dockerprobe"
 	"colo/probe/simprobe"
@@ -87,20 +89,11 @@ without it there is no isolation.`,
 				if err != nil {
 					return badInput(fmt.Errorf("--machine: %w", err))
 				}
-				w, err := sim.ParseWorkload(target, 1, nil)
-				if err != nil {
+				if _, err := simplatform.Workload(plat.Job{Workload: target}); err != nil {
 					return badInput(fmt.Errorf("--target %q: %w", target, err))
 				}
-				m, err := sim.New(prof, sim.Options{Seed: seed, Noise: 0.01})
-				if err != nil {
-					return err
-				}
-				id, err := m.AddWorkload(w, []int{0})
-				if err != nil {
-					return err
-				}
-				m.Step(warmup)
-				r, err := simprobe.Probe(m, id, 0, []int{1}, 1, cfg)
+				r, err := simprobe.Probe(simprobe.Options{Machine: prof, Sim: sim.Options{Seed: seed, Noise: 0.01}, Workload: target,
+					TargetCore: 0, NeighbourCores: []int{1}, Warmup: warmup}, cfg)
 				if err != nil {
 					return err
 				}

@@ -61,7 +61,8 @@ type Platform struct {
 	want   map[string]plan.Want      // per tenant (job), what the scheduler asked for
 	placed map[string]plan.Placement // per tenant, where the planner put it
 	notes  []string
-	gen    uint64 // emulator generation last mirrored
+	nbs    []*neighbour // stressors next to jobs (StartNeighbour)
+	gen    uint64       // emulator generation last mirrored
 
 	budget    []sched.CLOSBudget // CLOSBudget at emulator generation budgetGen
 	budgetGen uint64
@@ -348,6 +349,15 @@ func (p *Platform) mirror() error {
 			return err
 		}
 	}
+	for _, nb := range p.nbs { // in their job's class, or system/default's
+		clos := 0
+		if jb := p.jobs[nb.alongside]; jb != nil {
+			clos = closOf[jb.pid]
+		}
+		if err := p.sm.Assign(nb.sid, clos); err != nil {
+			return err
+		}
+	}
 	p.gen = st.Generation
 	return nil
 }
@@ -426,9 +436,17 @@ func (p *Platform) Advance(t time.Duration) error {
 	return nil
 }
 
-// Close implements platform.Platform: every owned group is removed.
+// Close implements platform.Platform: every neighbour and job stops, every owned group
+// is removed.
 func (p *Platform) Close() error {
 	var first error
+	for len(p.nbs) > 0 {
+		nb := p.nbs[0]
+		p.nbs = p.nbs[1:]
+		if err := p.sm.RemoveWorkload(nb.sid); err != nil && first == nil {
+			first = err
+		}
+	}
 	for _, jb := range p.sortedJobs() {
 		if err := p.Stop(jb.id); err != nil && first == nil {
 			first = err
