@@ -15,11 +15,11 @@ import (
 
 func testbed(t *testing.T) *simplatform.Platform {
 	t.Helper()
+	var pf *simplatform.Platform
 	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		pf, err = simplatform.New(m, sim.Options{Seed: 1, Noise: 0.01})
 	}
-	pf, err := simplatform.New(m, sim.Options{Seed: 1, Noise: 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}

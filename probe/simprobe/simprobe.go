@@ -88,3 +88,13 @@ func run(pf *simplatform.Platform, o Options, cfg probe.SensitivityConfig) (prob
 	}
 	return platprobe.Run(context.Background(), pf, c)
 }
+
+// Report is r on IPCE, the thesis's metric, which the simulated counters always give,
+// with cfg's partition.
+func Report(r probe.SensitivityResult, cfg probe.SensitivityConfig) probe.Report {
+	iso := "none (target and neighbour share the socket's LLC and bandwidth)"
+	if cfg.Isolated {
+		iso = fmt.Sprintf("CLOS 1: %d lowest ways, MBA %d %%", cfg.Ways, cfg.MBA)
+	}
+	return r.IPCEReport("simulated counters (IPCE as in the thesis)", iso)
+}
