@@ -67,6 +67,11 @@ func (a *Agent) replan() error {
 		return err
 	}
 	in := plan.Input{Machine: a.o.Machine, CLOSIDs: closids, RMIDs: rmids, Prefix: a.o.Groups.Prefix(), Groups: groups, Placed: a.placed}
+	var foreign []uint64
+	for _, b := range plan.Budgets(in) {
+		foreign = append(foreign, b.Foreign)
+	}
+	a.core.SetForeign(foreign)
 	names := make([]string, 0, len(a.want))
 	for t := range a.want {
 		names = append(names, t)
