@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 
 	"colo/sched"
@@ -53,7 +52,7 @@ func (c *Core) allocateStatic(logf func(string, ...any)) {
 			if s < len(c.foreign) {
 				foreign = c.foreign[s]
 			}
-			c.static.Limit(s, 0, c.rev(foreign|c.policyMasks(s)|c.reserve))
+			c.static.Limit(s, sched.CLOSBudget{Foreign: c.rev(foreign | c.policyMasks(s) | c.reserve)})
 			if fit, _ := c.static.Fit(s, mb.Req.Ways, mb.Req.MBA); fit && c.static.FreeWays(s) > free {
 				best, free = s, c.static.FreeWays(s)
 			}
@@ -84,12 +83,11 @@ func (c *Core) rev(m uint64) uint64 {
 
 // policyBudget is what the policy is told of the mount: the ways other agents and the
 // static requests hold are not its to give (CLOSID scarcity is left to the group planner,
-// which degrades: see apply.go), so no limit of control groups.
+// which degrades: see apply.go), so the budget of control groups is unlimited.
 func (c *Core) policyBudget() []sched.CLOSBudget {
 	out := make([]sched.CLOSBudget, c.m.Sockets)
 	held := false
 	for s := range out {
-		out[s].Groups = math.MaxInt32
 		if s < len(c.foreign) {
 			out[s].Foreign = c.foreign[s]
 		}
