@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"colo/metric"
+	"colo/platform"
 	"colo/policy/ctlsched"
 	"colo/sched"
 )
@@ -113,7 +115,7 @@ func runScheduler(ctx context.Context, bm *Benchmark, name string, rec Recorder,
 	}
 	defer pf.Close()
 	// the platform's machine, as in RunAll: on linux it is the detected host
-	s, err := sched.New(impl, sched.Env{Machine: pf.Machine(), Config: b.Sched, IPCEUnavailable: IPCEUnavailable(pf)})
+	s, err := sched.New(impl, sched.Env{Machine: pf.Machine(), Config: b.Sched, IPCEUnavailable: platform.IPCEUnavailable(pf)})
 	if err != nil {
 		return nil, &Error{File: bm.File, Line: ctlsched.LineOf(err), Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 	}
@@ -221,11 +223,7 @@ func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, erro
 	for _, j := range bm.Jobs {
 		specs[j.ID] = j
 	}
-	ids := make([]int, 0, len(rec.instr))
-	for id := range rec.instr {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
+	ids := slices.Sorted(maps.Keys(rec.instr))
 	for _, id := range ids {
 		ipc := metric.IPC(rec.instr[id], rec.cycles[id])
 		if math.IsNaN(ipc) || ipc <= 0 {

@@ -8,7 +8,8 @@ package kwokrun
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -51,14 +52,7 @@ profiles:
 // ColoConfig is colo's scheduler configuration: the default profile unchanged plus the
 // profile colo-scheduler, where ColoInterference filters and is the only scorer.
 func ColoConfig(seed uint64, maxAgeSeconds int) string {
-	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection: {leaderElect: false}
-clientConnection: {kubeconfig: KUBECONFIG, qps: 1000, burst: 2000}
-percentageOfNodesToScore: 100
-profiles:
-- schedulerName: default-scheduler
-- schedulerName: colo-scheduler
+	return DefaultConfig + fmt.Sprintf(`- schedulerName: colo-scheduler
   plugins:
     filter:
       enabled: [{name: ColoInterference}]
@@ -249,11 +243,7 @@ func Diff(a, b map[string]string) (n int, examples []string) {
 	for k := range b {
 		keys[k] = true
 	}
-	var ks []string
-	for k := range keys {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
+	ks := slices.Sorted(maps.Keys(keys))
 	for _, k := range ks {
 		if a[k] != b[k] {
 			n++
