@@ -19,9 +19,3 @@ FUZZTIME="${FUZZTIME:-5s}" bash scripts/fuzz.sh
 # -mod=mod: k8s/ requires colo through a replace, so a module the main module adds must not
 # break it before k8s/go.sum is refreshed (go mod tidy in k8s/).
 (cd k8s && export GOFLAGS="${GOFLAGS:-} -mod=mod" && go vet ./nodestate ./placement ./experiment ./scoring ./publish ./cmd/colo-kube && go test -count=1 ./nodestate ./placement ./experiment ./scoring ./publish ./cmd/colo-kube)
-# Kubernetes end to end (docs/kubernetes.md): API-level tests against a real API server, the
-# kwok experiment (colo vs the stock scheduler), a real kubelet + containerd node with colo's
-# agent. The kube binaries build from the Go module proxy once per machine (cached by
-# version under $HOME/.cache/colo-k8s; cold about 35 min of a 2-core machine); its last
-# stdout line is one JSON object.
-bash scripts/k8s-e2e.sh
