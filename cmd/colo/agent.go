@@ -33,12 +33,14 @@ type agentFlags struct {
 	policy      string
 	options     string
 	interval    time.Duration
+	monInterval time.Duration
 	stateDir    string
 	runtime     string
 	logFormat   string
 	logLevel    string
 	noPerf      bool
 	nriSocket   string
+	selectTerms []string
 }
 
 func init() {
@@ -68,11 +70,13 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.policy, "policy", "", "online policy (default static-cat, or the --policy-options file's implementation): "+strings.Join(sched.Names(), ", "))
 	fl.StringVar(&f.options, "policy-options", "", "YAML file with a scheduler block (the keys of a benchmark's benchmark.scheduler)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "sampling and decision period (at least 20ms)")
+	fl.DurationVar(&f.monInterval, "mon-interval", time.Second, "how often each container's resctrl monitoring counters (occupancy, MBM) are read; 0: every --interval")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/colo", "where the journal of the agent's resctrl changes lives")
 	fl.StringVar(&f.runtime, "runtime", "docker", "container runtime to follow: docker, nri or process")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.nriSocket, "nri-socket", agent.DefaultNRISocket, "containerd's NRI socket (--runtime nri)")
+	fl.StringArrayVar(&f.selectTerms, "select", nil, "manage only containers with this label, KEY or KEY=VALUE (repeat: all must match; default every container)")
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
 	cmd.AddCommand(agentStatusCmd())
 	cmd.Annotations = signalIsStop // a daemon: SIGTERM is its normal stop, exit 0
@@ -107,6 +111,13 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	log := slog.New(h)
 	if f.interval < 20*time.Millisecond {
 		return badInputf("--interval %v: at least 20ms", f.interval)
+	}
+	if f.monInterval < 0 {
+		return badInputf("--mon-interval %v: 0 (every --interval) or a duration", f.monInterval)
+	}
+	sel, err := agent.ParseSelector(f.selectTerms)
+	if err != nil {
+		return badInput(err)
 	}
 	var disc agent.Discovery
 	switch f.runtime {
@@ -190,8 +201,8 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return err
 	}
 	a, err := agent.New(agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
-		Host:     agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
-		Interval: f.interval, StateDir: f.stateDir, Log: log})
+		Host:     &agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
+		Interval: f.interval, MonInterval: f.monInterval, Select: sel, StateDir: f.stateDir, Log: log})
 	if err != nil {
 		return err
 	}
@@ -203,7 +214,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	// SIGTERM/SIGINT cancel ctx (main's watch, or this one when run outside main)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "resctrl", root,
+	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "select", sel.String(), "resctrl", root,
 		"listen", ln.Addr().String(), "instance", instance, "journal", jr.Record().File(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable), "counters", counters)
 	err = a.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
