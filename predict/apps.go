@@ -83,4 +83,3 @@ func ParseDials(s string) ([]float64, error) {
 	}
 	return out, nil
 }
-
