@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"colo/internal/testenv"
+	"colo/internal/emutest"
 	"colo/machine"
 	"colo/resctrl/emu"
 )
@@ -18,7 +18,7 @@ import (
 // of the same machine: one control group per cluster with the cluster's mask and its
 // applications' threads.
 func TestPartitionApply(t *testing.T) {
-	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
+	emutest.NeedFUSE(t)
 	m, err := machine.Get("skx-6138")
 	if err != nil {
 		t.Fatal(err)
@@ -31,12 +31,7 @@ func TestPartitionApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	mnt, err := emu.Mount(e, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mnt.Unmount()
+	dir := emutest.Mount(t, e)
 	var pids []string
 	for range 3 {
 		c := exec.Command("sleep", "60")
