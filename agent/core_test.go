@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	_ "colo/policy/dcat"
 	"colo/sched"
@@ -12,10 +13,7 @@ import (
 
 func newCore(t *testing.T, policy string) (*Core, *machine.Profile) {
 	t.Helper()
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, "icx-4314-2s")
 	cfg := sched.DefaultConfig()
 	cfg.RDT = true
 	s, err := sched.New(policy, sched.Env{Machine: m, Config: cfg, IPCEUnavailable: "no PMU in this test"})
@@ -94,7 +92,7 @@ func TestCoreDynamicWithoutIPCEKeepsDefault(t *testing.T) {
 }
 
 func TestParseRequest(t *testing.T) {
-	m, _ := machine.Get("icx-4314-2s")
+	m := machinetest.Get(t, "icx-4314-2s")
 	r, errs := ParseRequest(map[string]string{LabelClass: "gold", LabelTargetIPCE: "0.9", LabelLLCWays: "99", LabelMBA: "50"}, m)
 	if r.Class != Batch || r.TargetIPCE != 0.9 || r.Ways != 0 || r.MBA != 50 {
 		t.Errorf("request %+v", r)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 	"colo/sched"
@@ -19,7 +19,7 @@ import (
 //	go test ./agent -run '^$' -bench Tick30
 func BenchmarkTick30(b *testing.B) {
 	em, _ := emu.NewNamed("intel", emu.Options{})
-	m, _ := machine.Get("icx-4314-2s")
+	m := machinetest.Get(b, "icx-4314-2s")
 	inst := NewInstance()
 	jr, err := OpenJournal(b.TempDir(), "emu", inst)
 	if err != nil {

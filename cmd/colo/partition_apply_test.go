@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"colo/internal/emutest"
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/resctrl/emu"
 )
 
@@ -19,10 +19,7 @@ import (
 // applications' threads.
 func TestPartitionApply(t *testing.T) {
 	emutest.NeedFUSE(t)
-	m, err := machine.Get("skx-6138")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, "skx-6138")
 	p, err := emu.ProfileFromMachine(m, "")
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,7 @@ package linux
 import (
 	"testing"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
@@ -14,10 +14,7 @@ import (
 // "socket number", and Close must restore system/default on all of them.
 func TestAMDSocketWritesEveryCCX(t *testing.T) {
 	e := newEnv(t)
-	m, err := machine.Get("epyc-7543")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, "epyc-7543")
 	em, err := emu.NewNamed("amd", emu.Options{})
 	if err != nil {
 		t.Fatal(err)

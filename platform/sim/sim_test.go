@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"colo/bench"
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/sched"
 	"colo/sim"
@@ -13,11 +14,7 @@ import (
 
 func icx(t *testing.T) *machine.Profile {
 	t.Helper()
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return machinetest.Get(t, "icx-4314-2s")
 }
 
 func TestWorkloadFromCommand(t *testing.T) {

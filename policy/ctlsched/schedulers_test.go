@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	_ "colo/policy/dcat"
 	_ "colo/policy/lfocplus"
 	_ "colo/policy/vp"
@@ -15,10 +15,7 @@ import (
 // the first in a tick (the second waits until the cores are free); a job never shares a
 // core with another.
 func TestSchedulersPinnedJobsDoNotShareCores(t *testing.T) {
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, "icx-4314-2s")
 	for _, name := range []string{"dcat", "static-cat", "vp", "lfoc+"} {
 		s, err := sched.New(name, sched.Env{Machine: m, Config: sched.DefaultConfig()})
 		if err != nil {
@@ -83,10 +80,7 @@ func TestSchedulersRejectBadOptions(t *testing.T) {
 			{opts{"vp.mf_rise": 1}, "mf_rise"},
 		}, []opts{{"dcat.baseline": 3, "vp.window": 3, "vp.relax_after": 0, "saturation_exit": 0.5}}},
 	} {
-		m, err := machine.Get(c.machine)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := machinetest.Get(t, c.machine)
 		newSched := func(o opts) error {
 			cfg := sched.DefaultConfig()
 			cfg.Options = o

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/sched"
 )
 
@@ -12,7 +12,7 @@ import (
 // rejected at run time; jobs whose baselines would over-commit the cache wait (admission
 // error logged), never squeezed.
 func TestSchedulerAdmission(t *testing.T) {
-	m, _ := machine.Get("bdw-2697v4")
+	m := machinetest.Get(t, "bdw-2697v4")
 	cfg := sched.DefaultConfig()
 	cfg.ReserveWays = 0
 	cfg.Options = map[string]any{"baseline": 8, "baselines": map[string]any{"huge": 25}}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/sim"
 )
@@ -29,10 +30,7 @@ type srig struct {
 
 func newSimRig(t *testing.T, machineName string, opt Options) *srig {
 	t.Helper()
-	p, err := machine.Get(machineName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := machinetest.Get(t, machineName)
 	m, err := sim.New(p, sim.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/policy"
 	"colo/profile"
@@ -76,10 +77,7 @@ func sampleOnSim(t *testing.T, p *machine.Profile, opt Options, app, filler *pro
 // intervals: 2 differ; 10: none).
 func TestSimSamplingMatchesTable1(t *testing.T) {
 	set, opt := skx(t)
-	p, err := machine.Get("skx-6138")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := machinetest.Get(t, "skx-6138")
 	filler, _ := set.Get("lbm06")
 	match := 0
 	var differ []string

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/profile"
 	"colo/sched"
@@ -29,10 +30,7 @@ type vsim struct {
 func newVSim(t *testing.T, opt func(*Options)) *vsim { return newVSimOn(t, "icx-4314-2s", opt) }
 
 func newVSimOn(t *testing.T, name string, opt func(*Options)) *vsim {
-	p, err := machine.Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := machinetest.Get(t, name)
 	m, err := sim.New(p, sim.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +235,7 @@ func TestSimClassifyDataset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := machine.Get("skx-6138")
+	p := machinetest.Get(t, "skx-6138")
 	th := DefaultThresholds()
 	measure := func(tb *profile.Table, ways int) (State, float64) {
 		m, err := sim.New(p, sim.Options{Seed: 1})

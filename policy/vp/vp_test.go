@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/profile"
 )
@@ -49,7 +50,7 @@ func TestClassifyBounds(t *testing.T) {
 }
 
 func TestThresholdsAndOptionsValidate(t *testing.T) {
-	m, _ := machine.Get("icx-4314-2s")
+	m := machinetest.Get(t, "icx-4314-2s")
 	for name, mut := range map[string]func(*Options){
 		"L3 MPKI":         func(o *Options) { o.MPKILow = -1 },
 		"MF bounds":       func(o *Options) { o.MFHigh = 0.1 },
@@ -162,10 +163,7 @@ type vrig struct {
 }
 
 func newVRig(t *testing.T, opt func(*Options)) *vrig {
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, "icx-4314-2s")
 	o := DefaultOptions(m)
 	if opt != nil {
 		opt(&o)
@@ -456,7 +454,7 @@ func TestClassifyDataset(t *testing.T) {
 // Core move: on a machine with SMT, an aggressor on the victim's sibling thread moves to a
 // free core of the same LLC domain whose physical core the victim does not use.
 func TestCoreMoveOffSiblings(t *testing.T) {
-	base, _ := machine.Get("icx-4314-2s")
+	base := machinetest.Get(t, "icx-4314-2s")
 	m := *base
 	m.ThreadsPerCore = 2 // logical CPUs 0..63; c and c+32 are siblings
 	c, err := New(&m, DefaultOptions(&m))

@@ -5,17 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/probe"
 	"colo/sim"
 )
 
 func simMachine(t *testing.T, seed uint64) *sim.Machine {
 	t.Helper()
-	p, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := machinetest.Get(t, "icx-4314-2s")
 	m, err := sim.New(p, sim.Options{Seed: seed, Noise: 0.01})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +128,7 @@ func TestSimBadInput(t *testing.T) {
 }
 
 func BenchmarkProbe(b *testing.B) {
-	p, _ := machine.Get("icx-4314-2s")
+	p := machinetest.Get(b, "icx-4314-2s")
 	for b.Loop() {
 		m, _ := sim.New(p, sim.Options{Seed: 1})
 		id, _ := m.AddWorkload(sim.Neighbor(6<<20, sim.Page1G), []int{0})

@@ -4,16 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 )
 
 func icx(t *testing.T) *machine.Profile {
 	t.Helper()
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return machinetest.Get(t, "icx-4314-2s")
 }
 
 // state is a toy mount: the planner's groups after applying its ops, enough to feed the
