@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"colo/resctrl"
@@ -58,8 +57,6 @@ func tenantOf(id string) string {
 }
 
 func (a *Agent) own(name string) bool { return strings.HasPrefix(name, a.o.Groups.Prefix()) }
-
-func exhausted(err error) bool { return resctrl.IsErrno(err, syscall.ENOSPC) }
 
 // replan plans every container's wish and applies the plan; a refused wish falls back to
 // where the container is.

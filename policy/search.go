@@ -80,6 +80,7 @@ type searchState struct {
 	// ubMin[R/2] bounds the smallest final slowdown of R from above (MinUnf).
 	ubMin []float64
 	bus   *busBounds // nil without an active bandwidth model
+	lag   *lagBound  // STP under the simple model (useLag), nil otherwise
 	lv    []level    // pressure levels 1..len(lv) (index l−1)
 	fast  bool       // no bandwidth model: leaves are scored from the tables
 	// twinBit[j] is the bit of the previous application identical to j (0 if none).
@@ -152,6 +153,7 @@ func (s *searchState) twinsOK(c, rest int) bool {
 type node struct {
 	inv, mx, mn float64
 	lv          []float64
+	lp          [4]float64 // lagBound's sums of the placed clusters
 }
 
 // bound returns the optimistic (unfairness, STP) of any completion of child (c, k) of nd,
@@ -182,6 +184,11 @@ func (s *searchState) bound(nd *node, c, k, rest, rr int) (u, stp float64) {
 	}
 	if unf {
 		u = mx / mn
+	}
+	if s.lag != nil && !s.prune(u, stp) {
+		p := nd.lp
+		s.lag.add(&p, c, k)
+		stp = math.Min(stp, s.lag.bound(&p, rest, rr))
 	}
 	if len(s.lv) == 0 || s.prune(u, stp) {
 		return u, stp
@@ -236,6 +243,10 @@ func (s *searchState) child(nd *node, c, k int, ch *node) {
 	if s.obj == MinUnf {
 		ch.mx = math.Max(ch.mx, t.data[base+t.W+k-1])
 		ch.mn = math.Min(ch.mn, t.data[base+2*t.W+k-1])
+	}
+	if s.lag != nil {
+		ch.lp = nd.lp
+		s.lag.add(&ch.lp, c, k)
 	}
 	for l := range s.lv {
 		lt := s.lv[l].tab
@@ -482,7 +493,7 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 		pow3 *= 3
 	}
 	L := int64(0)
-	if s.bus != nil && n <= maxLevelApps {
+	if s.bus != nil && n <= maxLevelApps && !s.useLag() {
 		L = levelCount + 1
 	}
 	total := (N+pow3/2)*(1+L) + 1 // tables + DPs, then the root children
@@ -500,6 +511,16 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 	s.dive(w)
 	if s.err == nil && !s.fast {
 		s.improve(w)
+	}
+	if s.err == nil && s.useLag() && !math.IsInf(s.bus.Pmax, 1) {
+		// the simple model's bound needs the incumbent (its bands are chosen against it)
+		g := newLagBound(in.Apps, W, s.bus.B, jobs)
+		g.build(s.bus.P[0], s.bus.Pmax, func(st float64) bool { return s.prune(0, st) }, jobs)
+		s.lag = g
+		s.dive(w)
+		if s.err == nil {
+			s.improve(w)
+		}
 	}
 	if s.err != nil {
 		return nil, s.err

@@ -34,6 +34,9 @@ func (s *searchState) buildTables(jobs int, tick func(int64)) {
 		if unf {
 			nl = levelCountUnf
 		}
+		if s.useLag() {
+			nl = 0 // lagBound replaces the levels
+		}
 		bus.addLevels(nl)
 	}
 	levels := bus.levels()

@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,22 +82,33 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 	type tc struct {
 		n     int
 		model perfmodel.Options
+		frac  float64 // > 0: the limit is this fraction of the sum of the largest demands
 	}
-	cases := []tc{{2, perfmodel.Options{}}, {3, perfmodel.Options{}}, {4, perfmodel.Options{}}, {5, perfmodel.Options{}},
-		{6, perfmodel.Options{}}, {7, perfmodel.Options{}},
-		{3, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 20000}}, {4, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}},
-		{5, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 25000}}, {5, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 12000}},
-		{6, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}}, {7, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 25000}},
-		{6, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 15000}}, {7, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 20000}},
-		{7, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 30000}}}
+	cases := []tc{{2, perfmodel.Options{}, 0}, {3, perfmodel.Options{}, 0}, {4, perfmodel.Options{}, 0}, {5, perfmodel.Options{}, 0},
+		{6, perfmodel.Options{}, 0}, {7, perfmodel.Options{}, 0},
+		{3, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 20000}, 0}, {4, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}, 0},
+		{5, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 25000}, 0}, {5, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 12000}, 0},
+		{6, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 35000}, 0}, {7, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 25000}, 0},
+		{6, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 15000}, 0}, {7, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 20000}, 0},
+		{7, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 30000}, 0},
+		// the simple model binds (lagBound) only when the largest demands exceed the limit
+		{5, perfmodel.Options{BW: perfmodel.Simple}, 0.8}, {6, perfmodel.Options{BW: perfmodel.Simple}, 0.7},
+		{7, perfmodel.Options{BW: perfmodel.Simple}, 0.85}, {7, perfmodel.Options{BW: perfmodel.Simple}, 0.75}}
 	if !testing.Short() {
-		cases = append(cases, tc{8, perfmodel.Options{}})
+		cases = append(cases, tc{8, perfmodel.Options{}, 0}, tc{8, perfmodel.Options{BW: perfmodel.Simple}, 0.8})
 	}
 	for ci, c := range cases {
 		in := Input{Machine: m, Apps: randomWorkload(rng, set, c.n), Model: c.model}
 		if ci%3 == 2 { // identical applications: symmetry breaking
 			in.Apps[c.n-1] = in.Apps[0]
 			in.Apps[c.n/2] = in.Apps[1]
+		}
+		if c.frac > 0 {
+			sum := 0.0
+			for _, a := range in.Apps {
+				sum += slices.Max(a.Col(profile.BandwidthMBps))
+			}
+			in.Model.MaxBW = c.frac * sum
 		}
 		names := make([]string, c.n)
 		for i, a := range in.Apps {

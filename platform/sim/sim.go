@@ -332,7 +332,7 @@ func (p *Platform) mirror() error {
 	}
 	closOf := map[int]int{} // pid -> closid
 	for _, g := range st.Groups {
-		if g.IsMon {
+		if g.IsMon || g.CLOSID < 0 { // a pseudo-locked group holds no CLOSID
 			continue
 		}
 		masks := make([]uint64, p.m.LLCDomains())

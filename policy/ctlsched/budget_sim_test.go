@@ -68,7 +68,6 @@ var (
 	budgetGroup int    // other agents' groups at the full mask (each takes a CLOSID)
 	budgetWays  string // another agent's group's schemata ("" none)
 	budgetOnce  sync.Once
-	budgetT     *testing.T
 )
 
 // runWithForeign runs file under scheduler on platform sim whose mount holds n other

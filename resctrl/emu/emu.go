@@ -14,13 +14,14 @@
 // pluggable Source advanced by Tick.
 //
 // Pseudo-locking follows the kernel's state machine where the CPU supports it (the
-// Broadwell-EP profile: Profile.PseudoLock): pseudo-locksetup, then a one-domain
-// schemata write locks the region (bit_usage P, overlapping writes refused); elsewhere
-// "Pseudo-locking not supported" (x86) or an unknown mode (arm64).
+// Broadwell-EP profile: Profile.PseudoLock): pseudo-locksetup gives up the group's RMID
+// (rdtgroup_locksetup_enter; leaving setup takes one again), then a one-domain schemata
+// write locks the region (bit_usage P, overlapping writes refused) and frees the group's
+// CLOSID for the next mkdir (rdtgroup_pseudo_lock_create, fs/resctrl/pseudo_lock.c);
+// elsewhere "Pseudo-locking not supported" (x86) or an unknown mode (arm64).
 //
-// Differences from the kernel (documented, deliberate): a pseudo-locked group keeps its
-// CLOSID and RMID (the kernel frees them) and no /dev/pseudo_lock device appears;
-// moving MON groups between CTRL_MON groups (rename) is
+// Differences from the kernel (documented, deliberate): no /dev/pseudo_lock device
+// appears; moving MON groups between CTRL_MON groups (rename) is
 // not supported; PID 0 ("the writing task") is not resolved; the root group's tasks file
 // lists only tasks the emulator has been told about.
 package emu
@@ -100,6 +101,10 @@ func (g *group) path() string {
 }
 
 type task struct{ closid, rmid int }
+
+// noID is the CLOSID or RMID of a group that holds none: a pseudo-locksetup group has
+// no RMID, a pseudo-locked group neither.
+const noID = -1
 
 // Emulator is one emulated resctrl mount. All methods are safe for concurrent use.
 type Emulator struct {

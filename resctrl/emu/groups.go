@@ -194,10 +194,13 @@ func (e *Emulator) Rmdir(path string) error {
 		for _, m := range g.mons {
 			e.releaseRMID(m.rmid)
 		}
-		if e.p.Mon != nil {
+		// a pseudo-locksetup group gave up its RMID, a pseudo-locked one its CLOSID too
+		if e.p.Mon != nil && g.rmid != noID {
 			e.releaseRMID(g.rmid)
 		}
-		e.used[g.closid] = false
+		if g.closid != noID {
+			e.used[g.closid] = false
+		}
 		delete(e.ctrls, g.name)
 	case n.g != nil && !n.g.ctrl && n.sub == "":
 		g := n.g

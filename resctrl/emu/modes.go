@@ -24,10 +24,16 @@ func (e *Emulator) writeMode(g *group, buf string) error {
 	}
 	switch buf {
 	case "shareable":
-		g.mode = "shareable" // from pseudo-locksetup: rdtgroup_locksetup_exit
+		if err := e.locksetupExit(g); err != nil {
+			return err
+		}
+		g.mode = "shareable"
 	case "exclusive":
 		if !e.testExclusive(g) {
 			return syscall.EINVAL
+		}
+		if err := e.locksetupExit(g); err != nil {
+			return err
 		}
 		g.mode = "exclusive"
 	case "pseudo-locksetup":
@@ -51,6 +57,11 @@ func (e *Emulator) writeMode(g *group, buf string) error {
 		case !g.cpus.empty():
 			e.status("CPUs assigned to resource group")
 		default:
+			// the group's RMID is not needed while it is used for pseudo-locking
+			if e.p.Mon != nil {
+				e.releaseRMID(g.rmid)
+				g.rmid = noID
+			}
 			g.mode = "pseudo-locksetup"
 			e.gen++
 			return nil
@@ -61,6 +72,23 @@ func (e *Emulator) writeMode(g *group, buf string) error {
 		return syscall.EINVAL
 	}
 	e.gen++
+	return nil
+}
+
+// locksetupExit is rdtgroup_locksetup_exit: a group leaving pseudo-locksetup for
+// shareable or exclusive takes an RMID again (it gave its own up on entering), or stays
+// in pseudo-locksetup with "Out of RMIDs".
+func (e *Emulator) locksetupExit(g *group) error {
+	if g.mode != "pseudo-locksetup" || e.p.Mon == nil {
+		return nil
+	}
+	r, err := e.allocRMID()
+	if err != nil {
+		e.status("Out of RMIDs")
+		return err
+	}
+	g.rmid = r
+	e.rmids[r] = g
 	return nil
 }
 
@@ -105,7 +133,9 @@ func (e *Emulator) cbmOverlaps1(s *schema, d int, cbm uint32, closid int, exclus
 		return true
 	}
 	for _, o := range e.sortedCtrls() {
-		if o.closid == closid {
+		if o.closid == closid || o.mode == "pseudo-locksetup" || o.mode == "pseudo-locked" {
+			// a locksetup group's masks mean nothing until it is locked; a locked group
+			// holds no CLOSID (its region is checked on its own: lockedIn)
 			continue
 		}
 		if cbm&o.cfg[s.name][d] != 0 {

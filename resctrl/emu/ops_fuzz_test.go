@@ -61,7 +61,7 @@ func checkInvariants(t *testing.T, st State, trace []string) {
 	ctrlOf := map[int]string{} // task -> its control group
 	for _, g := range st.Groups {
 		if !g.IsMon {
-			if o, dup := closids[g.CLOSID]; dup {
+			if o, dup := closids[g.CLOSID]; dup && g.CLOSID >= 0 {
 				fail("CLOSID %d held by %q and %q", g.CLOSID, o, g.Path)
 			}
 			closids[g.CLOSID] = g.Path
@@ -72,7 +72,7 @@ func checkInvariants(t *testing.T, st State, trace []string) {
 				ctrlOf[x] = g.Path
 			}
 		}
-		if g.Mode != "pseudo-locksetup" && g.Mode != "pseudo-locked" {
+		if g.CLOSID >= 0 && g.RMID >= 0 { // a pseudo-locksetup/-locked group holds none
 			k := [2]int{g.CLOSID, g.RMID}
 			if o, dup := rmids[k]; dup {
 				fail("RMID %d (CLOSID %d) held by %q and %q", g.RMID, g.CLOSID, o, g.Path)

@@ -2,6 +2,8 @@ package emu
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -105,4 +107,116 @@ func TestPseudoLockPerProfile(t *testing.T) {
 	if st, err := write(e, "busy/schemata", "L3:0=7\n"); err != nil {
 		t.Errorf("after rmdir of the locked group: %v %q", err, st)
 	}
+}
+
+// The kernel frees a group's RMID when it enters pseudo-locksetup
+// (rdtgroup_locksetup_enter: "This is not needed anymore when this group would be used
+// for pseudo-locking"), takes one again when it leaves setup (rdtgroup_locksetup_exit,
+// "Out of RMIDs" if none is left), and frees its CLOSID once the region is locked
+// (rdtgroup_pseudo_lock_create: closid_free), so the next mkdir may take it while the
+// region's bits stay reserved; rmdir of a locked group frees nothing twice, rmdir of a
+// locksetup group frees its CLOSID (rdtgroup_pseudo_lock_remove). fs/resctrl/pseudo_lock.c.
+func TestPseudoLockReleasesIDs(t *testing.T) {
+	fresh := func(t *testing.T) (*env, func(string) GroupState) {
+		e, err := NewNamed("intel-bdw", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Profile().Mon == nil {
+			t.Fatal("the Broadwell-EP profile has no monitoring")
+		}
+		h := &env{t: t, p: e.Profile(), fs: e.FS(), e: e}
+		h.ok("schemata", "L3:0=ffffc\n") // leave bits 0-1 of domain 0 for the region
+		h.mkdir("p")
+		return h, func(path string) GroupState {
+			g, ok := e.State().Group(path)
+			if !ok {
+				t.Fatalf("no group %q", path)
+			}
+			return g
+		}
+	}
+	// fill makes groups prefix0, prefix1, ... until mkdir fails with ENOSPC; it returns
+	// how many it made.
+	fill := func(h *env, prefix string) int {
+		for n := 0; ; n++ {
+			if err := h.fs.Mkdir(fmt.Sprintf("%s%d", prefix, n)); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					h.t.Fatalf("mkdir %s%d: %v", prefix, n, err)
+				}
+				return n
+			}
+		}
+	}
+	// freeRMIDs counts the MON groups mkdir can still create, and removes them again
+	freeRMIDs := func(h *env) int {
+		n := fill(h, "mon_groups/r")
+		for i := 0; i < n; i++ {
+			h.rmdir(fmt.Sprintf("mon_groups/r%d", i))
+		}
+		return n
+	}
+
+	t.Run("rmid", func(t *testing.T) {
+		h, group := fresh(t)
+		closid, rmids := group("p").CLOSID, freeRMIDs(h)
+		h.ok("p/mode", "pseudo-locksetup\n")
+		if g := group("p"); g.RMID != -1 || g.CLOSID != closid {
+			t.Errorf("in pseudo-locksetup: CLOSID %d RMID %d, want CLOSID %d kept and no RMID", g.CLOSID, g.RMID, closid)
+		}
+		if got := freeRMIDs(h); got != rmids+1 {
+			t.Errorf("free RMIDs in pseudo-locksetup %d, want %d (the group's own freed)", got, rmids+1)
+		}
+		h.ok("p/mode", "shareable\n")
+		if got := freeRMIDs(h); got != rmids || group("p").RMID < 0 {
+			t.Errorf("after leaving pseudo-locksetup: %d free RMIDs and RMID %d, want %d and one held", got, group("p").RMID, rmids)
+		}
+		// leaving setup with every RMID taken fails and leaves the group in setup
+		h.ok("p/mode", "pseudo-locksetup\n")
+		fill(h, "mon_groups/f")
+		h.fail("p/mode", "shareable\n", syscall.ENOSPC, "=Out of RMIDs")
+		if m := h.read("p/mode"); m != "pseudo-locksetup\n" {
+			t.Errorf("mode after a failed exit %q", m)
+		}
+		h.rmdir("mon_groups/f0")
+		h.ok("p/mode", "shareable\n")
+		checkInvariants(t, h.e.State(), nil)
+	})
+
+	t.Run("closid", func(t *testing.T) {
+		h, group := fresh(t)
+		closid := group("p").CLOSID
+		h.ok("p/mode", "pseudo-locksetup\n")
+		n := fill(h, "c") // every other CLOSID
+		h.wantStatus("=Out of CLOSIDs")
+		for i := 0; i < n; i++ { // a new group starts with the unused bits: off the region
+			h.ok(fmt.Sprintf("c%d/schemata", i), "L3:0=ffffc\n")
+		}
+		h.ok("p/schemata", "L3:0=3\n")
+		if g := group("p"); g.Mode != "pseudo-locked" || g.CLOSID != -1 || g.RMID != -1 {
+			t.Errorf("locked group: mode %s CLOSID %d RMID %d, want pseudo-locked holding neither", g.Mode, g.CLOSID, g.RMID)
+		}
+		want := h.p.L3.SizeBytes / uint64(h.p.L3.CBMLen) * 2
+		if got := strings.TrimSpace(h.read("p/size")); got != fmt.Sprintf("L3:0=%d", want) {
+			t.Errorf("locked group's size %q, want the region's %d bytes", got, want)
+		}
+		h.mkdir("extra") // takes the freed CLOSID
+		if g := group("extra"); g.CLOSID != closid {
+			t.Errorf("the new group got CLOSID %d, want the locked group's freed %d", g.CLOSID, closid)
+		}
+		if v, _ := strconv.ParseUint(h.value("extra", "L3", 0), 16, 32); v&3 != 0 {
+			t.Errorf("the new group's initial L3:0 %#x covers the locked region 0x3", v)
+		}
+		h.fail("extra/schemata", "L3:0=1\n", syscall.EINVAL, "=CBM overlaps with pseudo-locked region")
+		// rmdir of the locked group must not free the CLOSID extra now holds
+		h.rmdir("p")
+		h.mkdirFail("again", syscall.ENOSPC, "=Out of CLOSIDs")
+		// rmdir of a group in pseudo-locksetup frees its CLOSID
+		h.rmdir("extra")
+		h.mkdir("q")
+		h.ok("q/mode", "pseudo-locksetup\n")
+		h.rmdir("q")
+		h.mkdir("again")
+		checkInvariants(t, h.e.State(), nil)
+	})
 }

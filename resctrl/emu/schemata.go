@@ -62,6 +62,12 @@ func (e *Emulator) formatSchemata(g *group) string {
 
 func (e *Emulator) formatSize(g *group) string {
 	var b strings.Builder
+	if g.mode == "pseudo-locked" { // rdtgroup_size_show: the region's size only
+		s := e.schemaByName(g.plr.schema)
+		size := s.cache.SizeBytes / uint64(s.cache.CBMLen) * uint64(bits.OnesCount32(g.plr.cbm))
+		fmt.Fprintf(&b, "%*s:%d=%d\n", e.nameW, s.name, g.plr.domain, size)
+		return b.String()
+	}
 	for _, s := range e.schemas {
 		fmt.Fprintf(&b, "%*s:", e.nameW, s.name)
 		for d, v := range g.cfg[s.name] {
@@ -167,11 +173,14 @@ func (e *Emulator) writeSchemata(g *group, buf string) error {
 	}
 	if g.mode == "pseudo-locksetup" {
 		// rdtgroup_pseudo_lock_create: the region is the one cache domain given; the
-		// group becomes pseudo-locked (its CLOS's schemata is not programmed)
+		// group becomes pseudo-locked and frees its CLOSID (closid_free), which the next
+		// mkdir may take; the region's bits stay reserved through g.plr
 		for _, x := range st {
 			if x.s.isCache() {
 				g.plr = &plr{schema: x.s.name, domain: x.d, cbm: x.val}
 				g.mode = "pseudo-locked"
+				e.used[g.closid] = false
+				g.closid = noID
 				break
 			}
 		}

@@ -12,8 +12,10 @@ type GroupState struct {
 	Path string
 	// Ctrl is the CTRL_MON group the group belongs to ("" = default); equal to Path for
 	// CTRL_MON groups.
-	Ctrl   string
-	IsMon  bool
+	Ctrl  string
+	IsMon bool
+	// CLOSID and RMID are -1 where the group holds none: a pseudo-locksetup group has
+	// given up its RMID, a pseudo-locked group its CLOSID too (as the kernel frees them).
 	CLOSID int
 	RMID   int
 	Mode   string
