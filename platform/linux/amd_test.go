@@ -37,15 +37,7 @@ func TestAMDSocketWritesEveryCCX(t *testing.T) {
 	}
 	defer pf.Close()
 	js := bm.Jobs[0]
-	if err := pf.Start(js, []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetAllocation(js.ID, 0, 0x0ff0, 16); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetDefaultMask(0, 0x000f); err != nil {
-		t.Fatal(err)
-	}
+	startAllocated(t, pf, js, 0, 0x0ff0, 16, 0x000f)
 	st := em.State()
 	class := pf.placement(js.ID).Group
 	g, ok := st.Group(class)

@@ -246,15 +246,7 @@ func TestKilledMidRunReconciles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pb.Start(bm.Jobs[0], []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pb.SetAllocation(bm.Jobs[0].ID, 0, 0x3, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := pb.SetDefaultMask(0, 0xffc); err != nil {
-		t.Fatal(err)
-	}
+	startAllocated(t, pb, bm.Jobs[0], 0, 0x3, 0, 0xffc)
 	if err := pb.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -211,10 +211,8 @@ func (s statsSpy) Read(id int) (bench.Counters, error) {
 // time grows, and Close removes every group and restores system/default.
 func TestAllocationsAndCPUTime(t *testing.T) {
 	e := newEnv(t)
-	rdt := newEmuRDT(t, "icx-4314-2s")
+	rdt, o := emuOptions(t, e)
 	bm := parseBench(t, smokeYAML)
-	o := e.options(rdt)
-	o.Machine = rdt.m
 	pf, err := New(bm, o)
 	if err != nil {
 		t.Fatal(err)
@@ -372,32 +370,16 @@ func TestBadInput(t *testing.T) {
 // platform removes them and restores system/default.
 func TestReconcileAfterCrash(t *testing.T) {
 	e := newEnv(t)
-	rdt := newEmuRDT(t, "icx-4314-2s")
+	rdt, o := emuOptions(t, e)
 	bm := parseBench(t, smokeYAML)
-	o := e.options(rdt)
-	o.Machine = rdt.m
 	pf, err := New(bm, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pf.Start(bm.Jobs[0], []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetAllocation(bm.Jobs[0].ID, 0, 0x3, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetDefaultMask(0, 0xffc); err != nil {
-		t.Fatal(err)
-	}
+	startAllocated(t, pf, bm.Jobs[0], 0, 0x3, 0, 0xffc)
 	// "Crash": the process dies, nothing is undone; its journal stays, and its PID
 	// (this test's) now belongs to "another process" (another start time).
-	pf.cancel()
-	pf.wg.Wait()
-	r := pf.jr.Record()
-	r.Start++
-	if err := r.Save(); err != nil {
-		t.Fatal(err)
-	}
+	kill9(t, pf)
 	if c, _ := leftovers(t, e); c != 1 || len(rdt.groups("colo.")) != 2 {
 		t.Fatalf("crash state: %d containers, groups %v", c, rdt.groups("colo."))
 	}

@@ -7,15 +7,9 @@ import (
 
 	"colo/bench"
 	"colo/internal/machinetest"
-	"colo/machine"
 	"colo/sched"
 	"colo/sim"
 )
-
-func icx(t *testing.T) *machine.Profile {
-	t.Helper()
-	return machinetest.Get(t, "icx-4314-2s")
-}
 
 func TestWorkloadFromCommand(t *testing.T) {
 	cases := map[string]string{
@@ -48,7 +42,7 @@ func TestWorkloadFromCommand(t *testing.T) {
 // one group serves one job per socket; releasing returns the task to system/default and
 // Close leaves no colo group behind.
 func TestAllocationsGoThroughResctrl(t *testing.T) {
-	p, err := New(icx(t), sim.Options{})
+	p, err := New(machinetest.Get(t, "icx-4314-2s"), sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +238,7 @@ func BenchmarkThesisHour(b *testing.B) {
 // L2 misses are carried into the counters (MLOAD: APKI 62 per kilo-instruction); the quota
 // is a bench.QuotaSetter capability; a bad quota changes nothing.
 func TestQuotaAndL2Misses(t *testing.T) {
-	p, err := New(icx(t), sim.Options{})
+	p, err := New(machinetest.Get(t, "icx-4314-2s"), sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -212,6 +212,12 @@ func (r *vrig) start() {
 	}
 }
 
+// startStreaming starts the rig (start) and then the streaming aggressor X.
+func (r *vrig) startStreaming() {
+	r.start()
+	r.p.apps["X"].on = true
+}
+
 // run runs n periods and appends their actions to r.acts.
 func (r *vrig) run(n int) {
 	for i := 0; i < n; i++ {
@@ -497,8 +503,7 @@ func TestExhaustedLadderDoesNotBlock(t *testing.T) {
 	r := newVRig(t, func(o *Options) { o.Skip = []Kind{CATConfine, CPUQuota, CoreMove, SocketMove, MBAStep} })
 	r.add("V", []int{0}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, memSens: 0.6, on: true})
 	r.add("X", []int{1}, &papp{ipc0: 0.5, l2mpki: 40, mf0: 0.95, streaming: true, bwGBs: 40})
-	r.start()
-	r.p.apps["X"].on = true
+	r.startStreaming()
 	for i := 0; i < 3; i++ {
 		r.period()
 	}
@@ -522,8 +527,7 @@ func TestExhaustedLadderDoesNotBlock(t *testing.T) {
 func TestRelaxNoPingPong(t *testing.T) {
 	r := newVRig(t, nil)
 	r.addVictimAndStreamer()
-	r.start()
-	r.p.apps["X"].on = true
+	r.startStreaming()
 	r.run(12)
 	r.wantActs("confine, one relaxation, restored", "cat-confine X", "relax cat-confine X", "undo relax cat-confine X (repercussion on [V])")
 	if c, _ := r.c.decisionCfg("X"); c.Mask != 0xc00 {
@@ -553,8 +557,7 @@ func TestRelaxNoPingPong(t *testing.T) {
 func TestRelaxRetakenIsPinned(t *testing.T) {
 	r := newVRig(t, nil)
 	r.addVictimAndStreamer()
-	r.start()
-	r.p.apps["X"].on = true
+	r.startStreaming()
 	r.run(4)
 	// X pauses its streaming: the confinement is relaxed and the window sees no hurt.
 	r.p.apps["X"].streaming = false
@@ -580,8 +583,7 @@ func TestUndoneActionBanned(t *testing.T) {
 	r := newVRig(t, func(o *Options) { o.Skip = []Kind{CATConfine, MBAStep, CPUQuota, CoreMove} })
 	r.addVictimAndStreamer()
 	r.add("Y", []int{16, 17}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, on: true})
-	r.start()
-	r.p.apps["X"].on = true
+	r.startStreaming()
 	r.run(4)
 	want := []string{"socket-move X", "undo socket-move X (repercussion on [Y])"}
 	r.wantActs("X moved, and moved back", want...)

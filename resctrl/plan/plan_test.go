@@ -8,11 +8,6 @@ import (
 	"colo/machine"
 )
 
-func icx(t *testing.T) *machine.Profile {
-	t.Helper()
-	return machinetest.Get(t, "icx-4314-2s")
-}
-
 // state is a toy mount: the planner's groups after applying its ops, enough to feed the
 // next plan (schemata per domain, group existence).
 type state struct {
@@ -92,7 +87,7 @@ func ctrl(s *state) int { return len(s.order) - 1 }
 
 // Nine identical allocations on one socket share one CLOS and say so (KPart).
 func TestIdenticalMasksShareOneCLOS(t *testing.T) {
-	s := newState(icx(t))
+	s := newState(machinetest.Get(t, "icx-4314-2s"))
 	var want []Want
 	for i := 0; i < 9; i++ {
 		want = append(want, Want{Tenant: string(rune('a' + i)), Socket: 0, Mask: 0xf0, MBA: 50, Tasks: []int{100 + i}, Monitor: true})
@@ -145,7 +140,7 @@ func TestIdenticalMasksShareOneCLOS(t *testing.T) {
 // control groups hold 14 allocations; the 8th distinct one on a socket is refused with
 // the reason, and the tenant stays where it was.
 func TestCLOSIDBudgetPerSocket(t *testing.T) {
-	s := newState(icx(t))
+	s := newState(machinetest.Get(t, "icx-4314-2s"))
 	var want []Want
 	for i := 0; i < 14; i++ {
 		want = append(want, Want{Tenant: string(rune('a' + i)), Socket: i % 2, Mask: 1 << (i / 2), Tasks: []int{i + 1}})
@@ -174,7 +169,7 @@ func TestCLOSIDBudgetPerSocket(t *testing.T) {
 // Another agent's group: never changed, its ways never given as exclusive; it takes a
 // CLOSID from the budget; a slot at the full mask claims nothing.
 func TestForeignGroups(t *testing.T) {
-	m := icx(t)
+	m := machinetest.Get(t, "icx-4314-2s")
 	s := newState(m, Group{Name: "colo.web", L3: []uint64{0x3, m.FullMask()}}, Group{Name: "nri.gold", L3: []uint64{m.FullMask(), m.FullMask()}})
 	r := Plan(s.input("colo.x.", Want{Tenant: "a", Socket: 0, Mask: 0x6}))
 	if len(r.Refused) != 1 || !strings.Contains(r.Refused[0].Reason, "colo.web") {
@@ -202,7 +197,7 @@ func TestForeignGroups(t *testing.T) {
 // Monitoring groups stop at the RMID budget: the tenant is then monitored with its
 // control group, and the plan says so.
 func TestRMIDBudget(t *testing.T) {
-	s := newState(icx(t))
+	s := newState(machinetest.Get(t, "icx-4314-2s"))
 	in := s.input("colo.x.", Want{Tenant: "a", Monitor: true, Tasks: []int{1}}, Want{Tenant: "b", Monitor: true, Tasks: []int{2}})
 	in.RMIDs = 2 // system/default holds one
 	r := Plan(in)
@@ -213,7 +208,7 @@ func TestRMIDBudget(t *testing.T) {
 
 // Same input, same plan.
 func TestDeterministic(t *testing.T) {
-	s := newState(icx(t))
+	s := newState(machinetest.Get(t, "icx-4314-2s"))
 	var want []Want
 	for i := 0; i < 10; i++ {
 		want = append(want, Want{Tenant: string(rune('a' + i)), Socket: i % 2, Mask: 0xf << (i % 3), MBA: 10 * (i%3 + 1), Monitor: true, Tasks: []int{i + 1}})
