@@ -69,6 +69,8 @@ type Options struct {
 	Discovery Discovery
 	Host      Host
 	Interval  time.Duration
+	// Select limits the agent to containers with these labels (empty: every container).
+	Select Selector
 	// StateDir holds the mount's journal (dead instances are undone at start).
 	StateDir string
 	Log      *slog.Logger
@@ -183,7 +185,7 @@ func (a *Agent) handle(ev Event) {
 		a.runtime.up, a.runtime.err = true, ""
 		a.mu.Unlock()
 		seen := map[string]bool{}
-		for _, c := range ev.Containers {
+		for _, c := range a.o.Select.selected(ev.Containers) {
 			seen[c.ID] = true
 			a.add(c)
 		}
@@ -194,7 +196,7 @@ func (a *Agent) handle(ev Event) {
 		}
 		a.o.Log.Info("runtime synced", "runtime", a.o.Discovery.Name(), "containers", len(ev.Containers))
 	case Upsert:
-		for _, c := range ev.Containers {
+		for _, c := range a.o.Select.selected(ev.Containers) {
 			a.add(c)
 		}
 	case Gone:

@@ -66,7 +66,7 @@ func startAgent(t *testing.T, em *emu.Emulator, policy, stateDir string) *harnes
 	return startAgentWrapped(t, em, policy, stateDir, func(g Groups) Groups { return g })
 }
 
-func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, wrap func(Groups) Groups) *harness {
+func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, wrap func(Groups) Groups, opts ...func(*Options)) *harness {
 	t.Helper()
 	m, err := machine.Get("icx-4314-2s") // the emulator's "intel" profile
 	if err != nil {
@@ -90,7 +90,7 @@ func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, 
 	}
 	h := &harness{t: t, em: em, rt: &fakeRuntime{ch: make(chan Event)}, host: &fakeHost{threads: map[string][]int{}},
 		ticks: make(chan Status, 1), done: make(chan error, 1), jr: jr}
-	h.a, err = New(Options{Machine: m, Scheduler: s, Groups: wrap(g), Journal: jr, Discovery: h.rt, Host: h.host,
+	o := Options{Machine: m, Scheduler: s, Groups: wrap(g), Journal: jr, Discovery: h.rt, Host: h.host,
 		Interval: 20 * time.Millisecond, StateDir: stateDir, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Ticked: func(st Status) {
 			select {
@@ -98,7 +98,11 @@ func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, 
 			default:
 			}
 			h.ticks <- st
-		}})
+		}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	h.a, err = New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,11 +99,16 @@ func freePort(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// runContainer starts a throttled container from the test image with labels; it is
-// removed at cleanup.
+// testRunLabel marks the containers of this test process; the Docker agents the tests
+// start manage only those (--select), not the containers other test packages run on the
+// same dockerd at the same time.
+var testRunLabel = fmt.Sprintf("colo.test.run=%d", os.Getpid())
+
+// runContainer starts a throttled container from the test image with labels (and
+// testRunLabel); it is removed at cleanup.
 func runContainer(t testing.TB, image, name string, labels ...string) (id string, pid int) {
 	t.Helper()
-	args := []string{"run", "-d", "--name", name, "--cpus", "0.05"}
+	args := []string{"run", "-d", "--name", name, "--cpus", "0.05", "--label", testRunLabel}
 	for _, l := range labels {
 		args = append(args, "--label", l)
 	}
@@ -146,6 +151,9 @@ func startAgentArgs(t testing.TB, bin string, args ...string) *agentProc {
 	}
 	if !strings.Contains(strings.Join(args, " "), "--no-perf") {
 		args = append(args, "--no-perf")
+	}
+	if strings.Contains(strings.Join(args, " "), "--runtime docker") {
+		args = append(args, "--select", testRunLabel)
 	}
 	p.cmd = exec.Command(bin, append(args, "--listen", p.addr)...)
 	f, err := os.Create(p.logf)
@@ -484,8 +492,8 @@ func TestAgentSurvivesKill9(t *testing.T) {
 		p, b := byName(st, pre+"-prio"), byName(st, pre+"-batch")
 		return p != nil && b != nil && p.CtrlGroup != "" && p.Monitoring == "container" && b.Monitoring != "none"
 	})
-	// no orphans: every monitoring group belongs to a running container (other tests'
-	// containers on this dockerd are managed too), every control group holds one
+	// no orphans: every monitoring group belongs to a running container (this test's
+	// containers: the agent selects them by testRunLabel), every control group holds one
 	es := e.State()
 	out, err := exec.Command("docker", "ps", "-q", "--no-trunc").Output()
 	if err != nil {

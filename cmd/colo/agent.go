@@ -39,6 +39,7 @@ type agentFlags struct {
 	logLevel    string
 	noPerf      bool
 	nriSocket   string
+	selectTerms []string
 }
 
 func init() {
@@ -73,6 +74,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.nriSocket, "nri-socket", agent.DefaultNRISocket, "containerd's NRI socket (--runtime nri)")
+	fl.StringArrayVar(&f.selectTerms, "select", nil, "manage only containers with this label, KEY or KEY=VALUE (repeat: all must match; default every container)")
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
 	cmd.AddCommand(agentStatusCmd())
 	cmd.Annotations = signalIsStop // a daemon: SIGTERM is its normal stop, exit 0
@@ -107,6 +109,10 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	log := slog.New(h)
 	if f.interval < 20*time.Millisecond {
 		return badInputf("--interval %v: at least 20ms", f.interval)
+	}
+	sel, err := agent.ParseSelector(f.selectTerms)
+	if err != nil {
+		return badInput(err)
 	}
 	var disc agent.Discovery
 	switch f.runtime {
@@ -191,7 +197,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	a, err := agent.New(agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
 		Host:     agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
-		Interval: f.interval, StateDir: f.stateDir, Log: log})
+		Interval: f.interval, Select: sel, StateDir: f.stateDir, Log: log})
 	if err != nil {
 		return err
 	}
@@ -203,7 +209,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	// SIGTERM/SIGINT cancel ctx (main's watch, or this one when run outside main)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "resctrl", root,
+	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "select", sel.String(), "resctrl", root,
 		"listen", ln.Addr().String(), "instance", instance, "journal", jr.Record().File(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable), "counters", counters)
 	err = a.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
