@@ -11,6 +11,16 @@ import (
 	"colo/sim"
 )
 
+// New is a simulated machine p with seed 1, failing the test on an error.
+func New(t testing.TB, p *machine.Profile) *sim.Machine {
+	t.Helper()
+	m, err := sim.New(p, sim.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // Start adds workload w on cpus to m and assigns it to class of service clos, failing the
 // test on an error.
 func Start(t testing.TB, m *sim.Machine, w sim.Workload, cpus []int, clos int) sim.ID {
@@ -51,10 +61,7 @@ func Sum(m *sim.Machine, steps int, dt time.Duration) map[sim.ID]sim.Counters {
 // whose counters it returns (what a table of solo IPC per way count is measured from).
 func Alone(t testing.TB, p *machine.Profile, w sim.Workload, ways, warm int) sim.Counters {
 	t.Helper()
-	m, err := sim.New(p, sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := New(t, p)
 	masks := make([]uint64, p.LLCDomains())
 	for i := range masks {
 		masks[i] = 1<<uint(ways) - 1

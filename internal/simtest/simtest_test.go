@@ -13,10 +13,7 @@ func TestSumAddsTheSteps(t *testing.T) {
 	var ms [2]*sim.Machine
 	var ids [2]sim.ID
 	for i := range ms {
-		m, err := sim.New(machinetest.Get(t, "icx-4314-2s"), sim.Options{Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := New(t, machinetest.Get(t, "icx-4314-2s"))
 		ms[i], ids[i] = m, Start(t, m, sim.CPULoop(), []int{0}, 1)
 	}
 	var want sim.Counters

@@ -32,10 +32,7 @@ type srig struct {
 func newSimRig(t *testing.T, machineName string, opt Options) *srig {
 	t.Helper()
 	p := machinetest.Get(t, machineName)
-	m, err := sim.New(p, sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := simtest.New(t, p)
 	c, err := New(opt)
 	if err != nil {
 		t.Fatal(err)

@@ -32,10 +32,7 @@ func newVSim(t *testing.T, opt func(*Options)) *vsim { return newVSimOn(t, "icx-
 
 func newVSimOn(t *testing.T, name string, opt func(*Options)) *vsim {
 	p := machinetest.Get(t, name)
-	m, err := sim.New(p, sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := simtest.New(t, p)
 	o := DefaultOptions(p)
 	if opt != nil {
 		opt(&o)
