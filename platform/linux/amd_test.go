@@ -31,10 +31,7 @@ func TestAMDSocketWritesEveryCCX(t *testing.T) {
 	bm := parseBench(t, smokeYAML)
 	o := e.options(ad)
 	o.Machine = m
-	pf, err := New(bm, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, o)
 	defer pf.Close()
 	js := bm.Jobs[0]
 	startAllocated(t, pf, js, 0, 0x0ff0, 16, 0x000f)

@@ -43,3 +43,13 @@ func emuOptions(t *testing.T, e testEnv) (*emuRDT, Options) {
 	o.Machine = rdt.m
 	return rdt, o
 }
+
+// newPlatform is New(bm, o), failing the test on an error.
+func newPlatform(t testing.TB, bm *bench.Benchmark, o Options) *Platform {
+	t.Helper()
+	pf, err := New(bm, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pf
+}

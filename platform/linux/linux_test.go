@@ -139,10 +139,7 @@ containers:
 func TestBenchmarkOnRealContainers(t *testing.T) {
 	e := newEnv(t)
 	bm := parseBench(t, smokeYAML)
-	pf, err := New(bm, e.options(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, e.options(nil))
 	defer pf.Close()
 	if bm.Machine != pf.Machine() || bm.Machine.Name != "host" {
 		t.Fatalf("benchmark machine %v not the detected host", bm.Machine.Name)
@@ -213,10 +210,7 @@ func TestAllocationsAndCPUTime(t *testing.T) {
 	e := newEnv(t)
 	rdt, o := emuOptions(t, e)
 	bm := parseBench(t, smokeYAML)
-	pf, err := New(bm, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, o)
 	defer pf.Close()
 	js := bm.Jobs[0]
 	if err := pf.Check(js); err != nil {
@@ -312,10 +306,7 @@ func TestBadInput(t *testing.T) {
 	// a loaded host may take seconds to run a container that exits at once: watch long
 	// enough that the exit is an event seen, not a race lost
 	o.StartGrace = 10 * time.Second
-	pf, err := New(bm, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, o)
 	defer pf.Close()
 	// A second platform on the same host runs beside the first (its own journal) and
 	// leaves the first's things alone when it starts and ends.
@@ -337,7 +328,7 @@ func TestBadInput(t *testing.T) {
 	// A container exiting at once: a clear error, nothing left.
 	js = bm.Jobs[0]
 	js.Command = "stress no-such-kind"
-	err = pf.Start(js, []int{0})
+	err := pf.Start(js, []int{0})
 	if err == nil || !strings.Contains(err.Error(), "exited at once") {
 		t.Errorf("exiting container: %v", err)
 	}
@@ -439,10 +430,7 @@ func TestProcessRuntimePlatform(t *testing.T) {
 	defer cleanup()
 	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
 	state := t.TempDir()
-	pf, err := New(bm, Options{Runtime: "process", Self: bin, StateDir: state, ResctrlRoot: "none", Logf: func(string, ...any) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, Options{Runtime: "process", Self: bin, StateDir: state, ResctrlRoot: "none", Logf: func(string, ...any) {}})
 	defer pf.Close()
 	s, err := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
 	if err != nil {
@@ -513,10 +501,7 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
 	o := e.options(nil)
 	o.PerfSys, o.Microarch = pmu, "icelake-sp"
-	pf, err := New(bm, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, o)
 	defer pf.Close()
 	if why := pf.IPCEUnavailable(); why != "" {
 		t.Errorf("with cycles and Ice Lake's stall events the platform says IPCE is unavailable: %s", why)
