@@ -467,15 +467,9 @@ func TestCoreMoveOffSiblings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(c.Add("v", 1, []int{0, 1}))
-	must(c.Add("a", 1, []int{32, 2}))
-	must(c.Add("o", 1, []int{3}))
+	must(t, c.Add("v", 1, []int{0, 1}))
+	must(t, c.Add("a", 1, []int{32, 2}))
+	must(t, c.Add("o", 1, []int{3}))
 	cfg, ok := c.apply(CoreMove, c.ws["a"], c.ws["v"])
 	if !ok {
 		t.Fatal("core move not applicable to an aggressor on the victim's sibling")
@@ -490,8 +484,8 @@ func TestCoreMoveOffSiblings(t *testing.T) {
 	}
 	// Without SMT the rung does not apply.
 	c2, _ := New(base, DefaultOptions(base))
-	must(c2.Add("v", 1, []int{0}))
-	must(c2.Add("a", 1, []int{1}))
+	must(t, c2.Add("v", 1, []int{0}))
+	must(t, c2.Add("a", 1, []int{1}))
 	if _, ok := c2.apply(CoreMove, c2.ws["a"], c2.ws["v"]); ok {
 		t.Fatal("core move applied without SMT siblings")
 	}
@@ -598,4 +592,12 @@ func TestUndoneActionBanned(t *testing.T) {
 	r.p.apps["X"].l2mpki = 80
 	r.run(6)
 	r.wantActs("after X's phase change", want...)
+}
+
+// must fails the test on an error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
