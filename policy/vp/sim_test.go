@@ -33,14 +33,7 @@ func newVSim(t *testing.T, opt func(*Options)) *vsim { return newVSimOn(t, "icx-
 func newVSimOn(t *testing.T, name string, opt func(*Options)) *vsim {
 	p := machinetest.Get(t, name)
 	m := simtest.New(t, p)
-	o := DefaultOptions(p)
-	if opt != nil {
-		opt(&o)
-	}
-	c, err := New(p, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newController(t, p, opt)
 	return &vsim{t: t, p: p, m: m, c: c, ids: map[string]sim.ID{}, clos: map[string]int{}, cfg: map[string]Config{}}
 }
 

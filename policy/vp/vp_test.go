@@ -162,16 +162,23 @@ type vrig struct {
 	acts []string // the actions of the periods run by run
 }
 
-func newVRig(t *testing.T, opt func(*Options)) *vrig {
-	m := machinetest.Get(t, "icx-4314-2s")
-	o := DefaultOptions(m)
+// newController is a controller for p with the default options changed by opt (if not nil).
+func newController(t *testing.T, p *machine.Profile, opt func(*Options)) *Controller {
+	t.Helper()
+	o := DefaultOptions(p)
 	if opt != nil {
 		opt(&o)
 	}
-	c, err := New(m, o)
+	c, err := New(p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func newVRig(t *testing.T, opt func(*Options)) *vrig {
+	m := machinetest.Get(t, "icx-4314-2s")
+	c := newController(t, m, opt)
 	return &vrig{t: t, c: c, p: &plant{m: m, apps: map[string]*papp{}, cfg: map[string]Config{}}}
 }
 
