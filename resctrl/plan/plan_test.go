@@ -37,6 +37,16 @@ func (s *state) input(prefix string, want ...Want) Input {
 	return in
 }
 
+// planApply plans want for the "colo.x." groups, requires no error and applies the plan.
+func (s *state) planApply(t *testing.T, want ...Want) {
+	t.Helper()
+	r := Plan(s.input("colo.x.", want...))
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	s.apply(t, r)
+}
+
 func (s *state) apply(t *testing.T, r Result) {
 	t.Helper()
 	for _, o := range r.Ops {
@@ -91,11 +101,7 @@ func TestIdenticalMasksShareOneCLOS(t *testing.T) {
 	var want []Want
 	for i := 0; i < 9; i++ {
 		want = append(want, Want{Tenant: string(rune('a' + i)), Socket: 0, Mask: 0xf0, MBA: 50, Tasks: []int{100 + i}, Monitor: true})
-		r := Plan(s.input("colo.x.", want...))
-		if r.Err() != nil {
-			t.Fatal(r.Err())
-		}
-		s.apply(t, r)
+		s.planApply(t, want...)
 	}
 	if ctrl(s) != 1 {
 		t.Fatalf("%d control groups for nine identical allocations", ctrl(s))
@@ -145,11 +151,7 @@ func TestCLOSIDBudgetPerSocket(t *testing.T) {
 	for i := 0; i < 14; i++ {
 		want = append(want, Want{Tenant: string(rune('a' + i)), Socket: i % 2, Mask: 1 << (i / 2), Tasks: []int{i + 1}})
 	}
-	r := Plan(s.input("colo.x.", want...))
-	if r.Err() != nil {
-		t.Fatal(r.Err())
-	}
-	s.apply(t, r)
+	s.planApply(t, want...)
 	if ctrl(s) != 7 {
 		t.Fatalf("%d control groups for 7 distinct allocations per socket", ctrl(s))
 	}
@@ -157,7 +159,7 @@ func TestCLOSIDBudgetPerSocket(t *testing.T) {
 		t.Fatalf("budgets %+v", b)
 	}
 	want = append(want, Want{Tenant: "z", Socket: 0, Mask: 0x800, Tasks: []int{99}})
-	r = Plan(s.input("colo.x.", want...))
+	r := Plan(s.input("colo.x.", want...))
 	if len(r.Refused) != 1 || r.Refused[0].Tenant != "z" || !strings.Contains(r.Refused[0].Reason, "no CLOSID left") {
 		t.Fatalf("refusals %+v", r.Refused)
 	}
