@@ -58,6 +58,8 @@ type Counters interface {
 type Host interface {
 	Threads(c Container) ([]int, error)
 	OpenCounters(c Container) (Counters, error)
+	// Forget releases what Threads keeps for a container that is no longer managed.
+	Forget(c Container)
 }
 
 // Options configure an Agent.
@@ -69,6 +71,11 @@ type Options struct {
 	Discovery Discovery
 	Host      Host
 	Interval  time.Duration
+	// MonInterval is how often a container's resctrl monitoring counters are read
+	// (rounded to whole intervals, each container on its own phase so the reads spread
+	// over the intervals); 0 or less than Interval: every interval. Each read is a
+	// syscall per counter file and L3 domain, the agent's main cost at short intervals.
+	MonInterval time.Duration
 	// Select limits the agent to containers with these labels (empty: every container).
 	Select Selector
 	// StateDir holds the mount's journal (dead instances are undone at start).
@@ -99,6 +106,8 @@ type Agent struct {
 	want     map[string]plan.Want      // per tenant, the allocation the policy wants
 	placed   map[string]plan.Placement // per tenant, where the planner put it
 	saidPlan map[string]bool
+	ticks    uint64 // intervals done
+	monEvery uint64 // intervals between two monitoring reads of a container
 	// killed ends Run at once without undoing anything (tests: kill -9 in process)
 	killed chan struct{}
 }
@@ -116,7 +125,10 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, core: NewCore(o.Machine, o.Scheduler), live: map[string]*live{},
 		labelErr: map[string]int{}, counts: map[string]int{}, def: map[int]uint64{}, killed: make(chan struct{}),
-		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}, saidPlan: map[string]bool{}}
+		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}, saidPlan: map[string]bool{}, monEvery: 1}
+	if o.MonInterval > o.Interval {
+		a.monEvery = uint64((o.MonInterval + o.Interval/2) / o.Interval)
+	}
 	return a, nil
 }
 
@@ -268,6 +280,7 @@ func (a *Agent) remove(id, why string) {
 		}
 		delete(a.placed, l.tenant)
 	}
+	a.o.Host.Forget(mb.Container)
 	a.mu.Lock()
 	delete(a.live, id)
 	a.mu.Unlock()
@@ -278,19 +291,26 @@ func (a *Agent) remove(id, why string) {
 func (a *Agent) tick() {
 	t0 := time.Now()
 	now := a.now()
-	a.checkResctrl()
+	a.ticks++
+	if a.ticks%a.monEvery == 0 || a.rdtErr != nil {
+		a.checkResctrl()
+	}
 	for _, mb := range a.core.Members() {
 		l := a.live[mb.ID]
 		if a.rdtErr == nil {
 			a.syncTasks(mb, l)
 		}
-		r := a.read(mb, l)
-		r.At = now
+		r := a.read(mb, l, (a.ticks+uint64(mb.Job))%a.monEvery == 0, now)
 		if l.haveReading {
 			if s, ok := SampleOf(l.reading, r); ok {
+				if r.MonAt == l.reading.MonAt { // no monitoring read this interval
+					s.MemBandwidthMBps = l.sample.MemBandwidthMBps
+				}
 				a.core.Observe(mb.ID, s)
 				l.sample = s
-				l.cpuCores = (r.CPUTime - l.reading.CPUTime).Seconds() / s.Interval.Seconds()
+			}
+			if dt := r.CPUAt - l.reading.CPUAt; dt > 0 {
+				l.cpuCores = (r.CPUTime - l.reading.CPUTime).Seconds() / dt.Seconds()
 			}
 		}
 		l.reading, l.haveReading = r, true
@@ -308,18 +328,32 @@ func (a *Agent) tick() {
 	}
 }
 
-func (a *Agent) read(mb *Member, l *live) Reading {
-	var r Reading
-	if l.counters != nil {
+// read reads a container's counters at now. Hardware (or software) perf events feed the
+// policy every interval; the cgroup's CPU time (status and metrics only) and the
+// monitoring group's counters are read only when due (or when its group changed), else
+// the last values are carried.
+func (a *Agent) read(mb *Member, l *live, due bool, now time.Duration) Reading {
+	r := l.reading
+	r.At = now
+	if l.counters != nil && (due || !l.haveReading || l.counters.Mode() != "cputime") {
 		if v, err := l.counters.Read(); err == nil {
 			r = v
+			r.At, r.CPUAt = now, now
 		}
 	}
-	if mon := a.placed[l.tenant].Mon; a.rdtErr == nil && mon != "" {
-		if occ, tot, loc, err := a.o.Groups.MonData(mon); err == nil {
-			r.LLCOccupancy, r.MBMTotal, r.MBMLocal = float64(occ), float64(tot), float64(loc)
-			l.monOK = true
-		}
+	r.LLCOccupancy, r.MBMTotal, r.MBMLocal, r.MonAt = l.reading.LLCOccupancy, l.reading.MBMTotal, l.reading.MBMLocal, l.reading.MonAt
+	mon := a.placed[l.tenant].Mon
+	if mon == "" { // no group of its own: nothing measured
+		r.LLCOccupancy, r.MBMTotal, r.MBMLocal, r.MonAt = 0, 0, 0, now
+		l.monOK, l.monGroup = false, ""
+		return r
+	}
+	if a.rdtErr != nil || (!due && mon == l.monGroup && l.monOK) {
+		return r
+	}
+	if occ, tot, loc, err := a.o.Groups.MonData(mon); err == nil {
+		r.LLCOccupancy, r.MBMTotal, r.MBMLocal, r.MonAt = float64(occ), float64(tot), float64(loc), now
+		l.monOK, l.monGroup = true, mon
 	}
 	return r
 }
@@ -338,7 +372,7 @@ func (a *Agent) checkResctrl() {
 		// a new mount holds none of the agent's groups: start from system/default
 		a.placed = map[string]plan.Placement{}
 		for _, l := range a.live {
-			l.classMon, l.refused, l.synced = "", nil, nil
+			l.classMon, l.refused, l.synced, l.syncedInto = "", nil, nil, ""
 		}
 		for _, g := range a.o.Journal.Record().Groups {
 			a.o.Journal.DropGroup(g)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -14,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"colo/machine"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 	"colo/resctrl/journal"
-	"colo/sched"
 )
 
 // fakeRuntime is a Discovery driven by the test.
@@ -48,6 +44,7 @@ func (h *fakeHost) Threads(c Container) ([]int, error) {
 	return append([]int(nil), h.threads[c.ID]...), nil
 }
 func (h *fakeHost) OpenCounters(c Container) (Counters, error) { return nil, errNoCounters }
+func (h *fakeHost) Forget(Container)                           {}
 
 type harness struct {
 	t      *testing.T
@@ -68,42 +65,22 @@ func startAgent(t *testing.T, em *emu.Emulator, policy, stateDir string) *harnes
 
 func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, wrap func(Groups) Groups, opts ...func(*Options)) *harness {
 	t.Helper()
-	m, err := machine.Get("icx-4314-2s") // the emulator's "intel" profile
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := NewInstance()
-	jr, err := OpenJournal(stateDir, "emu:intel", inst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := resctrl.New(em.FS(), resctrl.Options{Prefix: GroupPrefix(inst), AllowDefault: true})
-	g, err := NewResctrl(c, "emu:intel", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := sched.DefaultConfig()
-	cfg.RDT = true
-	s, err := sched.New(policy, sched.Env{Machine: m, Config: cfg, IPCEUnavailable: "test: no PMU"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, em: em, rt: &fakeRuntime{ch: make(chan Event)}, host: &fakeHost{threads: map[string][]int{}},
+	o, jr, host := testOptions(t, em, policy, stateDir, wrap)
+	h := &harness{t: t, em: em, rt: &fakeRuntime{ch: make(chan Event)}, host: host,
 		ticks: make(chan Status, 1), done: make(chan error, 1), jr: jr}
-	o := Options{Machine: m, Scheduler: s, Groups: wrap(g), Journal: jr, Discovery: h.rt, Host: h.host,
-		Interval: 20 * time.Millisecond, StateDir: stateDir, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Ticked: func(st Status) {
-			select {
-			case <-h.ticks:
-			default:
-			}
-			h.ticks <- st
-		}}
+	o.Discovery = h.rt
+	o.Ticked = func(st Status) {
+		select {
+		case <-h.ticks:
+		default:
+		}
+		h.ticks <- st
+	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	h.a, err = New(o)
-	if err != nil {
+	var err error
+	if h.a, err = New(o); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -35,15 +35,16 @@ type live struct {
 	sample      sched.Sample
 	cpuCores    float64
 	monOK       bool
+	monGroup    string // the group monOK's values come from
 	// refused is the last target the planner refused (not retried until the policy
 	// changes it)
 	refused *Target
-	// synced is the thread list last found in the container's groups and when its
-	// groups were last read back (PID sync reads resctrl only when the cgroup's threads
-	// changed, or once a second)
-	synced    []int
-	syncedAt  time.Time
-	syncedMon string
+	// synced is the cgroup's thread list at the last PID sync into syncedInto (and
+	// syncedGroup, its control group); syncedAt when the group was last read back
+	synced      []int
+	syncedInto  string
+	syncedGroup string
+	syncedAt    time.Duration
 }
 
 var tenantChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
@@ -218,25 +219,41 @@ func (a *Agent) syncTasks(mb *Member, l *live) {
 		return // exited: the runtime's event follows
 	}
 	l.threads = len(tids)
-	if l.syncedMon == into+"|"+pl.Group && time.Since(l.syncedAt) < time.Second && sameInts(tids, l.synced) {
+	now := a.now()
+	same := l.syncedInto == into && l.syncedGroup == pl.Group
+	readback := !same || now-l.syncedAt >= taskReadback
+	if !readback && sameInts(tids, l.synced) {
 		return
 	}
-	defer func() { l.synced, l.syncedAt, l.syncedMon = tids, time.Now(), into+"|"+pl.Group }()
-	have, _ := a.o.Groups.Tasks(into)
-	add := resctrl.MissingTasks(have, tids)
+	var add []int
+	if readback {
+		have, _ := a.o.Groups.Tasks(into)
+		add = resctrl.MissingTasks(have, tids)
+		l.syncedAt = now
+	} else {
+		add = resctrl.MissingTasks(l.synced, tids) // new since the last sync
+	}
+	l.synced, l.syncedInto, l.syncedGroup = tids, into, pl.Group
 	if len(add) == 0 {
 		return
 	}
 	if pl.Group != "" && into != pl.Group {
 		if _, err := a.o.Groups.AddTasks(pl.Group, add); err != nil {
 			a.o.Log.Debug("moving threads", "container", mb.Name, "group", pl.Group, "err", err)
+			l.syncedInto = "" // read the group back next time
 			return
 		}
 	}
 	if _, err := a.o.Groups.AddTasks(into, add); err != nil {
 		a.o.Log.Debug("moving threads", "container", mb.Name, "group", into, "err", err)
+		l.syncedInto = ""
 	}
 }
+
+// taskReadback is how often PID sync reads a container's group back even when the
+// cgroup's threads did not change (threads another tool moved out return); between two
+// read-backs it writes only the threads that are new in the cgroup.
+const taskReadback = 10 * time.Second
 
 func sameInts(a, b []int) bool {
 	if len(a) != len(b) {

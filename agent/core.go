@@ -85,6 +85,7 @@ type Core struct {
 	next     int
 	byID     map[string]*Member
 	byJob    map[int]*Member
+	members  []*Member // byID by job number; nil: to be rebuilt
 	finished []int
 	results  []sched.ProbeResult
 	explicit map[int]uint64
@@ -128,6 +129,7 @@ func (c *Core) Add(ct Container, now time.Duration) (*Member, []LabelError) {
 	mb := &Member{Container: ct, Req: req, Job: c.next, State: StateQueued, Since: now}
 	c.byID[ct.ID] = mb
 	c.byJob[mb.Job] = mb
+	c.members = nil
 	return mb, errs
 }
 
@@ -139,6 +141,7 @@ func (c *Core) Remove(id string) bool {
 	}
 	delete(c.byID, id)
 	delete(c.byJob, mb.Job)
+	c.members = nil
 	if mb.State == StateRunning {
 		c.finished = append(c.finished, mb.Job)
 		c.dirty = true
@@ -154,14 +157,17 @@ func (c *Core) Observe(id string, s sched.Sample) {
 	}
 }
 
-// Members lists the managed containers by job number.
+// Members lists the managed containers by job number (the caller must not change the
+// slice).
 func (c *Core) Members() []*Member {
-	out := make([]*Member, 0, len(c.byID))
-	for _, m := range c.byID {
-		out = append(out, m)
+	if c.members == nil {
+		c.members = make([]*Member, 0, len(c.byID))
+		for _, m := range c.byID {
+			c.members = append(c.members, m)
+		}
+		sort.Slice(c.members, func(i, j int) bool { return c.members[i].Job < c.members[j].Job })
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Job < out[j].Job })
-	return out
+	return c.members
 }
 
 // Member returns a managed container.
@@ -330,11 +336,18 @@ type Reading struct {
 	LLCOccupancy  float64 // bytes, a level
 	MBMTotal      float64 // bytes, cumulative
 	MBMLocal      float64
+	// CPUAt is when CPUTime (and the perf counters) were read.
+	CPUAt time.Duration
+	// MonAt is when the resctrl monitoring values were read (they may be older than At:
+	// the agent reads them every few intervals).
+	MonAt time.Duration
 }
 
 // SampleOf is the scheduler's sample between two readings of a container: counter deltas
-// over the interval, occupancy at its end, and memory bandwidth as
-// ΔMBMTotal / Δt in 10^6 B/s (sched.Sample.MemBandwidthMBps).
+// over the interval, occupancy at its end (its latest reading), and memory bandwidth as
+// ΔMBMTotal / ΔMonAt in 10^6 B/s (sched.Sample.MemBandwidthMBps) between the two
+// monitoring reads; 0 when the monitoring values were not read again (cur.MonAt ==
+// prev.MonAt: the caller keeps its last rate).
 func SampleOf(prev, cur Reading) (sched.Sample, bool) {
 	dt := cur.At - prev.At
 	if dt <= 0 {
@@ -346,6 +359,8 @@ func SampleOf(prev, cur Reading) (sched.Sample, bool) {
 		StallsTotal: d(prev.StallsTotal, cur.StallsTotal), StallsL3Miss: d(prev.StallsL3Miss, cur.StallsL3Miss),
 		LLCReferences: d(prev.LLCReferences, cur.LLCReferences), LLCMisses: d(prev.LLCMisses, cur.LLCMisses),
 		LLCOccupancy: cur.LLCOccupancy}
-	s.MemBandwidthMBps = d(prev.MBMTotal, cur.MBMTotal) / dt.Seconds() / 1e6
+	if mdt := cur.MonAt - prev.MonAt; mdt > 0 {
+		s.MemBandwidthMBps = d(prev.MBMTotal, cur.MBMTotal) / mdt.Seconds() / 1e6
+	}
 	return s, true
 }

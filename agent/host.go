@@ -19,17 +19,47 @@ type LinuxHost struct {
 	// NoPerf skips perf events (CPU time only).
 	NoPerf bool
 	Logf   func(string, ...any)
+	// lists keeps each container's thread list open (by cgroup path): the agent lists
+	// the same cgroups every interval.
+	lists map[string]*rt.ThreadList
 }
 
 func cgroupOf(c Container) rt.Cgroup {
 	return rt.Cgroup{Version: c.CgroupV, Dirs: c.CgroupDirs, Path: c.Cgroup}
 }
 
-// Threads implements Host.
-func (h LinuxHost) Threads(c Container) ([]int, error) { return cgroupOf(c).Threads() }
+// Threads implements Host: the container's thread list, kept open between calls.
+func (h *LinuxHost) Threads(c Container) ([]int, error) {
+	if tl := h.lists[c.Cgroup]; tl != nil {
+		// a live container has a thread; none (or an error) says the cgroup went and
+		// may be back under the same path (docker restart): open it again
+		if tids, err := tl.Read(); err == nil && len(tids) > 0 {
+			return tids, nil
+		}
+		tl.Close()
+		delete(h.lists, c.Cgroup)
+	}
+	tl, err := rt.OpenThreads(cgroupOf(c))
+	if err != nil {
+		return nil, err
+	}
+	if h.lists == nil {
+		h.lists = map[string]*rt.ThreadList{}
+	}
+	h.lists[c.Cgroup] = tl
+	return tl.Read()
+}
+
+// Forget implements Host: the container's thread list is closed.
+func (h *LinuxHost) Forget(c Container) {
+	if tl := h.lists[c.Cgroup]; tl != nil {
+		tl.Close()
+		delete(h.lists, c.Cgroup)
+	}
+}
 
 // OpenCounters implements Host.
-func (h LinuxHost) OpenCounters(c Container) (Counters, error) {
+func (h *LinuxHost) OpenCounters(c Container) (Counters, error) {
 	cg := cgroupOf(c)
 	lc := &linuxCounters{mode: "cputime"}
 	if ct, err := rt.OpenCPUTime(cg); err == nil {

@@ -20,6 +20,8 @@ type Resctrl struct {
 	// monFiles are the mon_data files of a group ("mon_data/mon_L3_00/llc_occupancy"…),
 	// the same for every group of a mount: listed once, then read directly each interval
 	monFiles []string
+	// paths are a group's monFiles, joined once per group
+	paths map[string][]string
 	// open keeps each counter file of a real mount open: an interval re-reads it with
 	// pread at offset 0 (seq_file and the emulator regenerate it), saving the path walk
 	// and open/close of every read
@@ -93,8 +95,18 @@ func (r *Resctrl) MonData(path string) (occupancy, mbmTotal, mbmLocal uint64, er
 		}
 		r.monFiles = files
 	}
-	for _, f := range r.monFiles {
-		b, rerr := r.readCounter(joinPath(path, f))
+	paths := r.paths[path]
+	if paths == nil {
+		if r.paths == nil {
+			r.paths = map[string][]string{}
+		}
+		for _, f := range r.monFiles {
+			paths = append(paths, joinPath(path, f))
+		}
+		r.paths[path] = paths
+	}
+	for i, f := range r.monFiles {
+		b, rerr := r.readCounter(paths[i])
 		if rerr != nil {
 			if strings.HasSuffix(f, "llc_occupancy") && err == nil {
 				err = rerr
@@ -163,6 +175,11 @@ func (r *Resctrl) RemoveGroup(path string) error {
 
 func (r *Resctrl) closeUnder(path string) {
 	pre := strings.Trim(path, "/") + "/"
+	for g := range r.paths {
+		if path == "" || g == strings.Trim(path, "/") || strings.HasPrefix(g, pre) {
+			delete(r.paths, g)
+		}
+	}
 	for k, f := range r.open {
 		if path == "" || strings.HasPrefix(k, pre) {
 			f.Close()

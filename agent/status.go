@@ -114,7 +114,7 @@ func (a *Agent) snapshot(took time.Duration) Status {
 		if l.counters != nil {
 			cs.Counters = l.counters.Mode()
 		}
-		if a.core.Stats().Probes["refused"] > 0 && mb.Req.Class == Priority {
+		if st.Decisions.Probes["refused"] > 0 && mb.Req.Class == Priority {
 			cs.Probe = "refused"
 		}
 		switch {
@@ -127,8 +127,7 @@ func (a *Agent) snapshot(took time.Duration) Status {
 		default:
 			cs.Monitoring = "none"
 		}
-		l.monOK = l.monOK && pl.Mon != ""
-		if l.monOK {
+		if l.monOK && pl.Mon != "" {
 			cs.LLCOccupancyBytes = ptr(l.reading.LLCOccupancy)
 			cs.MBMTotalBytes = ptr(l.reading.MBMTotal)
 			cs.MBMLocalBytes = ptr(l.reading.MBMLocal)

@@ -4,9 +4,10 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
-	"sort"
+	"slices"
 
 	"colo/sched"
 )
@@ -55,7 +56,7 @@ func (r *runner) applyAllocations(d sched.Decisions) {
 		}
 	}
 	newDef := r.defaults(target, d.DefaultMask)
-	for _, s := range sortedKeys(newDef) {
+	for _, s := range slices.Sorted(maps.Keys(newDef)) {
 		m := newDef[s]
 		// shrink first to the part it keeps; when the old and new runs are disjoint
 		// (system/default moves to another stretch of free ways) go there directly
@@ -121,7 +122,7 @@ func (r *runner) defaults(override map[int]uint64, explicit map[int]uint64) map[
 
 func (r *runner) updateDefaults(explicit map[int]uint64) {
 	def := r.defaults(nil, explicit)
-	for _, s := range sortedKeys(def) {
+	for _, s := range slices.Sorted(maps.Keys(def)) {
 		if m := def[s]; m != r.defMask[s] {
 			r.setDefault(s, m)
 		}
@@ -140,14 +141,4 @@ func (r *runner) setDefault(s int, m uint64) {
 	}
 	r.defMask[s] = m
 	r.fail(r.rec.Allocation(AllocationRecord{T: r.pf.Now(), Socket: s, CLOS: "system/default", Mask: m, MBA: 100, Source: "sched"}))
-}
-
-// sortedKeys is a helper for deterministic iteration.
-func sortedKeys(m map[int]uint64) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }

@@ -7,10 +7,11 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -287,12 +288,7 @@ func parseIntSet(s string) ([]int, error) {
 			seen[x] = true
 		}
 	}
-	out := make([]int, 0, len(seen))
-	for x := range seen {
-		out = append(out, x)
-	}
-	sort.Ints(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // Error is a bad-input error pointing at a file and line.

@@ -2,7 +2,8 @@ package bench
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,12 +101,7 @@ func RegisterPlatform(name string, f PlatformFactory) {
 func PlatformNames() []string {
 	pfMu.RLock()
 	defer pfMu.RUnlock()
-	var out []string
-	for n := range platforms {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(platforms))
 }
 
 // NewPlatform builds the benchmark's platform.

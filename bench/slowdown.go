@@ -3,8 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"colo/metric"
@@ -221,11 +222,7 @@ func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, erro
 	for _, j := range bm.Jobs {
 		specs[j.ID] = j
 	}
-	ids := make([]int, 0, len(rec.instr))
-	for id := range rec.instr {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
+	ids := slices.Sorted(maps.Keys(rec.instr))
 	for _, id := range ids {
 		ipc := metric.IPC(rec.instr[id], rec.cycles[id])
 		if math.IsNaN(ipc) || ipc <= 0 {

@@ -10,8 +10,9 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"colo/cbm"
@@ -225,12 +226,7 @@ func Parse(b []byte) (*Profile, error) {
 
 // Names lists the built-in profiles, sorted.
 func Names() []string {
-	out := make([]string, 0, len(profiles))
-	for n := range profiles {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(profiles))
 }
 
 // Get returns a copy of a built-in profile, or an error listing the known names.

@@ -9,9 +9,11 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/bits"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -364,11 +366,7 @@ func stateCounts(jobs []store.Job) string {
 			delete(n, st)
 		}
 	}
-	var rest []string
-	for st := range n {
-		rest = append(rest, st)
-	}
-	sort.Strings(rest)
+	rest := slices.Sorted(maps.Keys(n))
 	for _, st := range rest {
 		parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
 	}
@@ -591,11 +589,7 @@ func (p *page) lanes(r *runData) {
 	for _, pr := range r.probes {
 		sockets[pr.Socket] = true
 	}
-	var ss []int
-	for s := range sockets {
-		ss = append(ss, s)
-	}
-	sort.Ints(ss)
+	ss := slices.Sorted(maps.Keys(sockets))
 	for _, s := range ss {
 		probeLane[s] = len(lanes)
 		lanes = append(lanes, fmt.Sprintf("probe s%d", s))

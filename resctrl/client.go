@@ -126,32 +126,35 @@ func errnoText(err error) string {
 	return err.Error()
 }
 
+// hints say what to do about a rejection: the first entry whose text is in the kernel's
+// last_cmd_status (lower case) and whose errno matches (0: any) applies.
+var hints = []struct {
+	status string
+	errno  syscall.Errno
+	hint   string
+}{
+	{"non-consecutive", 0, "this platform needs contiguous masks (info/*/sparse_masks is 0): give one run of set bits, e.g. 0xff0 rather than 0xf0f"},
+	{"out of closids", 0, "every CLOSID is in use: remove an unused group or share one group between workloads"},
+	{"out of rmids", syscall.EBUSY, "freed RMIDs are still in limbo (occupancy above max_threshold_occupancy); retry later"},
+	{"out of rmids", 0, "every RMID is in use: remove MON groups you no longer read"},
+	{"overlaps with exclusive", 0, "the mask shares bits with an exclusive group; choose bits free in info/*/bit_usage"},
+	{"schemata overlaps", 0, "shrink the other groups (including the default group) off this group's bits first"},
+	{"out of range", 0, "see info/*/cbm_mask, min_cbm_bits, min_bandwidth for the accepted range"},
+	{"need at least", 0, "see info/*/min_cbm_bits"},
+	{"unknown or unsupported resource", 0, "see colo resctrl info for the resources this mount has"},
+	{"no task", 0, "the process has exited"},
+	{"different control group", 0, "move the task into the MON group's parent CTRL_MON group first"},
+}
+
 // hint says what to do about a rejection.
 func hint(status string, en syscall.Errno) string {
 	s := strings.ToLower(status)
+	for _, h := range hints {
+		if strings.Contains(s, h.status) && (h.errno == 0 || h.errno == en) {
+			return h.hint
+		}
+	}
 	switch {
-	case strings.Contains(s, "non-consecutive"):
-		return "this platform needs contiguous masks (info/*/sparse_masks is 0): give one run of set bits, e.g. 0xff0 rather than 0xf0f"
-	case strings.Contains(s, "out of closids"):
-		return "every CLOSID is in use: remove an unused group or share one group between workloads"
-	case strings.Contains(s, "out of rmids") && en == syscall.EBUSY:
-		return "freed RMIDs are still in limbo (occupancy above max_threshold_occupancy); retry later"
-	case strings.Contains(s, "out of rmids"):
-		return "every RMID is in use: remove MON groups you no longer read"
-	case strings.Contains(s, "overlaps with exclusive"):
-		return "the mask shares bits with an exclusive group; choose bits free in info/*/bit_usage"
-	case strings.Contains(s, "schemata overlaps"):
-		return "shrink the other groups (including the default group) off this group's bits first"
-	case strings.Contains(s, "out of range"):
-		return "see info/*/cbm_mask, min_cbm_bits, min_bandwidth for the accepted range"
-	case strings.Contains(s, "need at least"):
-		return "see info/*/min_cbm_bits"
-	case strings.Contains(s, "unknown or unsupported resource"):
-		return "see colo resctrl info for the resources this mount has"
-	case strings.Contains(s, "no task"):
-		return "the process has exited"
-	case strings.Contains(s, "different control group"):
-		return "move the task into the MON group's parent CTRL_MON group first"
 	case status == "" && en == syscall.EINVAL:
 		return "the kernel gave no message: a write without trailing newline, or a domain id the platform does not have"
 	case en == syscall.EACCES || en == syscall.EPERM:

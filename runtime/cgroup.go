@@ -5,10 +5,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -175,9 +176,8 @@ func (c Cgroup) Procs() ([]int, error) {
 	return nil, fmt.Errorf("read cgroup.procs: %w (the workload has exited or its cgroup was removed)", lastErr)
 }
 
-// Threads lists every thread ID in the cgroup (v1 "tasks", v2 "cgroup.threads"): what
-// resctrl's tasks file needs, since it assigns threads, not processes.
-func (c Cgroup) Threads() ([]int, error) {
+// threadFiles are the files listing the cgroup's threads, in the order tried.
+func (c Cgroup) threadFiles() ([]string, error) {
 	var files []string
 	for _, k := range []string{"cpu", "cpuacct", "memory", "pids", "cpuset", "name=systemd"} {
 		if d, ok := c.Dirs[k]; ok {
@@ -190,26 +190,88 @@ func (c Cgroup) Threads() ([]int, error) {
 	if len(files) == 0 {
 		return nil, errors.New("cgroup has no directory: is the workload running?")
 	}
+	return files, nil
+}
+
+// Threads lists every thread ID in the cgroup (v1 "tasks", v2 "cgroup.threads"): what
+// resctrl's tasks file needs, since it assigns threads, not processes.
+func (c Cgroup) Threads() ([]int, error) {
+	tl, err := OpenThreads(c)
+	if err != nil {
+		return nil, err
+	}
+	defer tl.Close()
+	return tl.Read()
+}
+
+// ThreadList is a cgroup's thread list kept open: each Read re-reads it from offset 0
+// (the kernel regenerates it), saving the path walk, open and close of Threads — for a
+// caller that lists the same cgroup's threads every interval.
+type ThreadList struct {
+	f   *os.File
+	buf []byte
+}
+
+// OpenThreads opens the cgroup's thread list (the first of Threads' files that opens).
+func OpenThreads(c Cgroup) (*ThreadList, error) {
+	files, err := c.threadFiles()
+	if err != nil {
+		return nil, err
+	}
 	var lastErr error
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	for _, name := range files {
+		f, err := os.Open(name)
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		return parsePIDs(b), nil
+		return &ThreadList{f: f, buf: make([]byte, 4096)}, nil
 	}
-	return nil, fmt.Errorf("read cgroup threads: %w (the workload has exited or its cgroup was removed)", lastErr)
+	return nil, fmt.Errorf("open cgroup threads: %w (the workload has exited or its cgroup was removed)", lastErr)
 }
 
+// Read lists the cgroup's thread IDs, ascending, as Threads does.
+func (t *ThreadList) Read() ([]int, error) {
+	for {
+		n, err := t.f.ReadAt(t.buf, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read cgroup threads: %w (the workload has exited or its cgroup was removed)", err)
+		}
+		if n == len(t.buf) && err == nil { // maybe more: read it whole
+			t.buf = make([]byte, 2*len(t.buf))
+			continue
+		}
+		return parsePIDs(t.buf[:n]), nil
+	}
+}
+
+// Close releases the file.
+func (t *ThreadList) Close() error { return t.f.Close() }
+
+// parsePIDs reads the IDs of a cgroup's procs or threads file (one a line), ascending.
 func parsePIDs(b []byte) []int {
-	var out []int
-	for _, l := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(l); err == nil {
-			out = append(out, n)
+	k := 0
+	for _, c := range b {
+		if c == '\n' {
+			k++
 		}
 	}
-	sort.Ints(out)
+	out := make([]int, 0, k+1)
+	v, digits := 0, false
+	for _, c := range b {
+		if c >= '0' && c <= '9' {
+			v, digits = 10*v+int(c-'0'), true
+			continue
+		}
+		if digits {
+			out = append(out, v)
+		}
+		v, digits = 0, false
+	}
+	if digits {
+		out = append(out, v)
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -3,6 +3,9 @@ package runtime
 import (
 	"math"
 	"os"
+	goruntime "runtime"
+	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -165,11 +168,18 @@ func TestSpecValidate(t *testing.T) {
 	}
 }
 
-func TestCgroupOfSelf(t *testing.T) {
+// selfCgroup is this test process's cgroup.
+func selfCgroup(tb testing.TB) Cgroup {
+	tb.Helper()
 	cg, err := CgroupOfPID(os.Getpid())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return cg
+}
+
+func TestCgroupOfSelf(t *testing.T) {
+	cg := selfCgroup(t)
 	procs, err := cg.Procs()
 	if err != nil {
 		t.Fatal(err)
@@ -180,5 +190,48 @@ func TestCgroupOfSelf(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("own pid %d not in %v (cgroup %+v)", os.Getpid(), procs, cg)
+	}
+}
+
+// A ThreadList kept open sees threads created after it was opened (each Read re-reads
+// the kernel's list) and lists what Threads lists.
+func TestThreadListRereads(t *testing.T) {
+	cg := selfCgroup(t)
+	tl, err := OpenThreads(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	first, err := tl.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(first, syscall.Gettid()) && !slices.Contains(first, os.Getpid()) {
+		t.Fatalf("none of this process's threads in %v", first)
+	}
+	tid, release := make(chan int), make(chan struct{})
+	go func() {
+		goruntime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		tid <- syscall.Gettid()
+		<-release
+	}()
+	defer close(release)
+	id := <-tid
+	again, err := tl.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(again, id) {
+		t.Fatalf("thread %d, alive, missing from the re-read list %v", id, again)
+	}
+	if !slices.IsSorted(again) {
+		t.Fatalf("not ascending: %v", again)
+	}
+	fresh, err := cg.Threads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(fresh, id) {
+		t.Fatalf("Threads misses thread %d: %v", id, fresh)
 	}
 }

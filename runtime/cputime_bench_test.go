@@ -1,16 +1,9 @@
 package runtime
 
-import (
-	"os"
-	"testing"
-)
+import "testing"
 
 func BenchmarkCPUTimeRead(b *testing.B) {
-	cg, err := CgroupOfPID(os.Getpid())
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := OpenCPUTime(cg)
+	c, err := OpenCPUTime(selfCgroup(b))
 	if err != nil {
 		b.Skip(err)
 	}

@@ -1,9 +1,12 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"time"
 
@@ -100,11 +103,7 @@ func (d *Dynamic) probes() bool { return d.cfg.RDT && d.env.IPCEUnavailable == "
 func NewDynamic(env Env) (*Dynamic, error) {
 	cfg := env.Config
 	if len(cfg.Options) > 0 {
-		keys := make([]string, 0, len(cfg.Options))
-		for k := range cfg.Options {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(cfg.Options))
 		return nil, fmt.Errorf("dynamic takes no scheduler.options; remove %v", keys)
 	}
 	m := env.Machine
@@ -452,12 +451,7 @@ func (d *Dynamic) consolidate(s int, out *Decisions, logf func(string, ...any)) 
 
 // sorted lists the jobs by ID so that float sums and ties are deterministic.
 func (d *Dynamic) sorted() []*djob {
-	out := make([]*djob, 0, len(d.jobs))
-	for _, j := range d.jobs {
-		out = append(out, j)
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
-	return out
+	return slices.SortedFunc(maps.Values(d.jobs), func(a, b *djob) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 func (d *Dynamic) forget(id int) {

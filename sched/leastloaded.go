@@ -2,17 +2,14 @@ package sched
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 func init() {
 	f := func(env Env) (Scheduler, error) {
 		if len(env.Config.Options) > 0 {
-			keys := make([]string, 0, len(env.Config.Options))
-			for k := range env.Config.Options {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+			keys := slices.Sorted(maps.Keys(env.Config.Options))
 			return nil, fmt.Errorf("least-loaded takes no scheduler.options; remove %v", keys)
 		}
 		return &LeastLoaded{machine: env}, nil

@@ -11,9 +11,9 @@ package sched
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -285,12 +285,7 @@ func Register(name string, f Factory) {
 func Names() []string {
 	regMu.RLock()
 	defer regMu.RUnlock()
-	var out []string
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(registry))
 }
 
 // New builds the named scheduler.

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,24 +215,20 @@ func (s *Store) BeginRun(r Run) (*RunWriter, error) {
 // MarkInterrupted flushes every run writer and records in run.json why the run stopped
 // early (e.g. "SIGINT"); the directory stays incomplete.
 func (s *Store) MarkInterrupted(why string) error {
-	if err := s.Flush(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.manifest.Interrupted = why
-	s.manifest.Finished = time.Now().UTC()
-	return s.writeManifest()
+	return s.finish(func(m *Manifest) { m.Interrupted = why })
 }
 
 // Complete flushes every run writer and marks the directory complete in run.json.
-func (s *Store) Complete() error {
+func (s *Store) Complete() error { return s.finish(func(m *Manifest) { m.Complete = true }) }
+
+// finish flushes every run writer and writes run.json with its finish time and mark's change.
+func (s *Store) finish(mark func(*Manifest)) error {
 	if err := s.Flush(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.manifest.Complete = true
+	mark(&s.manifest)
 	s.manifest.Finished = time.Now().UTC()
 	return s.writeManifest()
 }
@@ -244,12 +241,7 @@ func (s *Store) Flush() error {
 }
 
 func (s *Store) flushLocked() error {
-	ids := make([]int64, 0, len(s.runs))
-	for id := range s.runs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(s.runs)) {
 		if err := s.runs[id].flushLocked(); err != nil {
 			return err
 		}
@@ -338,79 +330,46 @@ func (w *RunWriter) Observe(o Observer) {
 }
 
 // Job inserts or replaces a job record (call again whenever its state changes).
-func (w *RunWriter) Job(j Job) error {
-	return w.add(func() int {
-		for _, o := range w.obs {
-			o.Job(w.run, j)
-		}
-		w.jobs = append(w.jobs, j)
-		return len(w.jobs)
-	})
-}
+func (w *RunWriter) Job(j Job) error { return buffer(w, &w.jobs, Observer.Job, j) }
 
 // Sample appends one collector sample.
-func (w *RunWriter) Sample(x Sample) error {
-	return w.add(func() int {
-		for _, o := range w.obs {
-			o.Sample(w.run, x)
-		}
-		w.samples = append(w.samples, x)
-		return len(w.samples)
-	})
-}
+func (w *RunWriter) Sample(x Sample) error { return buffer(w, &w.samples, Observer.Sample, x) }
 
 // Samples appends a batch of samples (one tick of every running job, say).
-func (w *RunWriter) Samples(xs []Sample) error {
-	return w.add(func() int {
-		for _, o := range w.obs {
-			for _, x := range xs {
-				o.Sample(w.run, x)
-			}
-		}
-		w.samples = append(w.samples, xs...)
-		return len(w.samples)
-	})
-}
+func (w *RunWriter) Samples(xs []Sample) error { return buffer(w, &w.samples, Observer.Sample, xs...) }
 
 // Allocation appends one allocation change.
 func (w *RunWriter) Allocation(a Allocation) error {
-	return w.add(func() int {
-		for _, o := range w.obs {
-			o.Allocation(w.run, a)
-		}
-		w.allocs = append(w.allocs, a)
-		return len(w.allocs)
-	})
+	return buffer(w, &w.allocs, Observer.Allocation, a)
 }
 
 // Event appends one decision or marker.
-func (w *RunWriter) Event(e Event) error {
-	return w.add(func() int {
-		for _, o := range w.obs {
-			o.Event(w.run, e)
-		}
-		w.events = append(w.events, e)
-		return len(w.events)
-	})
-}
+func (w *RunWriter) Event(e Event) error { return buffer(w, &w.events, Observer.Event, e) }
 
-// Probe appends one probe segment.
-func (w *RunWriter) Probe(p ProbeSegment) error {
-	return w.add(func() int { w.probes = append(w.probes, p); return len(w.probes) })
-}
+// Probe appends one probe segment (observers do not see probes).
+func (w *RunWriter) Probe(p ProbeSegment) error { return buffer(w, &w.probes, nil, p) }
 
-// Partition records one partitioning result with its per-application rows.
-func (w *RunWriter) Partition(p PartitionResult) error {
-	return w.add(func() int { w.parts = append(w.parts, p); return len(w.parts) })
-}
+// Partition records one partitioning result with its per-application rows (observers do
+// not see them).
+func (w *RunWriter) Partition(p PartitionResult) error { return buffer(w, &w.parts, nil, p) }
 
-func (w *RunWriter) add(f func() int) error {
+// buffer shows rows to every observer (by notify, unless nil) and appends them to the
+// run's buffer of their table, writing the buffers once it holds BatchSize rows.
+func buffer[T any](w *RunWriter, buf *[]T, notify func(Observer, Run, T), rows ...T) error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if w.s.closed {
 		return errors.New("store is closed")
 	}
-	if f() >= BatchSize {
+	if notify != nil {
+		for _, o := range w.obs {
+			for _, r := range rows {
+				notify(o, w.run, r)
+			}
+		}
+	}
+	*buf = append(*buf, rows...)
+	if len(*buf) >= BatchSize {
 		return w.flushLocked()
 	}
 	return nil
@@ -549,60 +508,38 @@ func (w *RunWriter) flushLocked() error {
 	}
 	defer tx.Rollback()
 	id := w.run.ID
-	if len(w.jobs) > 0 {
-		st, err := tx.Prepare(`INSERT OR REPLACE INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
-		if err != nil {
-			return err
-		}
-		for _, j := range w.jobs {
-			if _, err := st.Exec(id, j.ID, j.Name, j.Kind, j.Model, b2i(j.Priority), nf(j.IPCETarget),
-				j.Cores, j.CoreList, j.Socket, int64(j.Arrival), nd(j.Start), nd(j.Stop), j.State, j.Reason); err != nil {
-				return fmt.Errorf("write job %d: %w", j.ID, err)
-			}
-		}
-		st.Close()
+	if err := insertEach(tx, `INSERT OR REPLACE INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, w.jobs,
+		func(j Job) string { return fmt.Sprintf("job %d", j.ID) },
+		func(j Job) []any {
+			return []any{id, j.ID, j.Name, j.Kind, j.Model, b2i(j.Priority), nf(j.IPCETarget),
+				j.Cores, j.CoreList, j.Socket, int64(j.Arrival), nd(j.Start), nd(j.Stop), j.State, j.Reason}
+		}); err != nil {
+		return err
 	}
 	if len(w.samples) > 0 {
 		if err := insertSamples(tx, id, w.samples); err != nil {
 			return err
 		}
 	}
-	if len(w.allocs) > 0 {
-		st, err := tx.Prepare(`INSERT INTO allocations VALUES(?,?,?,?,?,?,?,?)`)
-		if err != nil {
-			return err
-		}
-		for _, a := range w.allocs {
-			if _, err := st.Exec(id, int64(a.T), a.Socket, a.CLOS, int64(a.Mask), nf(a.MBA), joinInts(a.Members), a.Source); err != nil {
-				return fmt.Errorf("write allocation: %w", err)
-			}
-		}
-		st.Close()
+	if err := insertEach(tx, `INSERT INTO allocations VALUES(?,?,?,?,?,?,?,?)`, w.allocs,
+		func(Allocation) string { return "allocation" },
+		func(a Allocation) []any {
+			return []any{id, int64(a.T), a.Socket, a.CLOS, int64(a.Mask), nf(a.MBA), joinInts(a.Members), a.Source}
+		}); err != nil {
+		return err
 	}
-	if len(w.events) > 0 {
-		st, err := tx.Prepare(`INSERT INTO events VALUES(?,?,?,?,?)`)
-		if err != nil {
-			return err
-		}
-		for _, e := range w.events {
-			if _, err := st.Exec(id, int64(e.T), e.Kind, e.Job, e.Text); err != nil {
-				return fmt.Errorf("write event: %w", err)
-			}
-		}
-		st.Close()
+	if err := insertEach(tx, `INSERT INTO events VALUES(?,?,?,?,?)`, w.events,
+		func(Event) string { return "event" },
+		func(e Event) []any { return []any{id, int64(e.T), e.Kind, e.Job, e.Text} }); err != nil {
+		return err
 	}
-	if len(w.probes) > 0 {
-		st, err := tx.Prepare(`INSERT INTO probes VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`)
-		if err != nil {
-			return err
-		}
-		for _, p := range w.probes {
-			if _, err := st.Exec(id, p.Job, int64(p.Start), int64(p.End), p.Kind, p.Socket, p.Ways, int64(p.Mask),
-				nf(p.MBA), nf(p.IPC), nf(p.IPCE), p.Result); err != nil {
-				return fmt.Errorf("write probe segment: %w", err)
-			}
-		}
-		st.Close()
+	if err := insertEach(tx, `INSERT INTO probes VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`, w.probes,
+		func(ProbeSegment) string { return "probe segment" },
+		func(p ProbeSegment) []any {
+			return []any{id, p.Job, int64(p.Start), int64(p.End), p.Kind, p.Socket, p.Ways, int64(p.Mask),
+				nf(p.MBA), nf(p.IPC), nf(p.IPCE), p.Result}
+		}); err != nil {
+		return err
 	}
 	for _, p := range w.parts {
 		if _, err := tx.Exec(`INSERT OR REPLACE INTO partitions VALUES(?,?,?,?,?,?,?)`, id, p.Workload, p.Policy,
@@ -623,6 +560,25 @@ func (w *RunWriter) flushLocked() error {
 		return fmt.Errorf("write run %d: %w", id, err)
 	}
 	w.jobs, w.samples, w.allocs, w.events, w.probes, w.parts = w.jobs[:0], w.samples[:0], w.allocs[:0], w.events[:0], w.probes[:0], w.parts[:0]
+	return nil
+}
+
+// insertEach writes rows with the prepared statement q: args are a row's column values,
+// what names the row in an error.
+func insertEach[T any](tx *sql.Tx, q string, rows []T, what func(T) string, args func(T) []any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	st, err := tx.Prepare(q)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, r := range rows {
+		if _, err := st.Exec(args(r)...); err != nil {
+			return fmt.Errorf("write %s: %w", what(r), err)
+		}
+	}
 	return nil
 }
 

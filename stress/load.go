@@ -2,7 +2,8 @@ package stress
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"colo/probe"
@@ -58,12 +59,7 @@ var kinds = map[string]kindInfo{
 
 // Kinds returns the names of every load kind, sorted.
 func Kinds() []string {
-	out := make([]string, 0, len(kinds))
-	for k := range kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(kinds))
 }
 
 // Describe returns a one-line description of kind ("" if unknown).

@@ -3,8 +3,9 @@ package stress
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"time"
 
 	"colo/metric"
@@ -199,10 +200,5 @@ func ReporterScore(medians []float64) float64 {
 
 // FunctionNames returns the reporter's function names, sorted (for tables).
 func (r ReporterResult) FunctionNames() []string {
-	out := make([]string, 0, len(r.Medians))
-	for k := range r.Medians {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.Medians))
 }

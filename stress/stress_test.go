@@ -170,9 +170,15 @@ func TestRunEveryKindDoesWorkAndStops(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", k, err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		// runs until a periodic report shows work (an event, however loaded the host)
+		ctx, cancel := context.WithCancel(context.Background())
 		var lines []Report
-		r := Run(ctx, l, 5*time.Millisecond, time.Now, func(r Report) { lines = append(lines, r) })
+		r := Run(ctx, l, 5*time.Millisecond, time.Now, func(r Report) {
+			lines = append(lines, r)
+			if r.Work > 0 {
+				cancel()
+			}
+		})
 		cancel()
 		if !r.Final || r.Work <= 0 || r.Rate <= 0 || r.Kind != k || r.Unit != l.Unit {
 			t.Errorf("%s: final report %+v", k, r)
@@ -304,9 +310,14 @@ func TestPinnedLoadRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if r := Run(ctx, l, 0, time.Now, nil); r.Work <= 0 {
+	until := func(r Report) { // runs until a periodic report shows work
+		if r.Work > 0 {
+			cancel()
+		}
+	}
+	if r := Run(ctx, l, time.Millisecond, time.Now, until); r.Work <= 0 {
 		t.Fatalf("pinned load did no work: %+v", r)
 	}
 	if _, err := New(Config{Kind: KindCompute, CPUs: []int{-1}}); err == nil {

@@ -33,6 +33,7 @@ type agentFlags struct {
 	policy      string
 	options     string
 	interval    time.Duration
+	monInterval time.Duration
 	stateDir    string
 	runtime     string
 	logFormat   string
@@ -69,6 +70,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.policy, "policy", "", "online policy (default static-cat, or the --policy-options file's implementation): "+strings.Join(sched.Names(), ", "))
 	fl.StringVar(&f.options, "policy-options", "", "YAML file with a scheduler block (the keys of a benchmark's benchmark.scheduler)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "sampling and decision period (at least 20ms)")
+	fl.DurationVar(&f.monInterval, "mon-interval", time.Second, "how often each container's resctrl monitoring counters (occupancy, MBM) are read; 0: every --interval")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/colo", "where the journal of the agent's resctrl changes lives")
 	fl.StringVar(&f.runtime, "runtime", "docker", "container runtime to follow: docker, nri or process")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
@@ -109,6 +111,9 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	log := slog.New(h)
 	if f.interval < 20*time.Millisecond {
 		return badInputf("--interval %v: at least 20ms", f.interval)
+	}
+	if f.monInterval < 0 {
+		return badInputf("--mon-interval %v: 0 (every --interval) or a duration", f.monInterval)
 	}
 	sel, err := agent.ParseSelector(f.selectTerms)
 	if err != nil {
@@ -196,8 +201,8 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return err
 	}
 	a, err := agent.New(agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
-		Host:     agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
-		Interval: f.interval, Select: sel, StateDir: f.stateDir, Log: log})
+		Host:     &agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
+		Interval: f.interval, MonInterval: f.monInterval, Select: sel, StateDir: f.stateDir, Log: log})
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"text/tabwriter"
 
 	"colo/predict"
@@ -86,11 +87,7 @@ func printValidate(w io.Writer, o *predict.Validation) error {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nscores (MB):")
-	names := make([]string, 0, len(o.Scores))
-	for n := range o.Scores {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(o.Scores))
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, n := range names {
 		extra := ""
@@ -107,11 +104,7 @@ func printValidate(w io.Writer, o *predict.Validation) error {
 			fmt.Fprintf(w, "note: %s: %s\n", n, note)
 		}
 	}
-	files := make([]string, 0, len(o.MeasurementColumns))
-	for f := range o.MeasurementColumns {
-		files = append(files, f)
-	}
-	sort.Strings(files)
+	files := slices.Sorted(maps.Keys(o.MeasurementColumns))
 	for _, f := range files {
 		fmt.Fprintf(w, "measurement: %s: %s\n", f, o.MeasurementColumns[f])
 	}

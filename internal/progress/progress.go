@@ -184,66 +184,55 @@ func (b *Bar) redraw() {
 	}
 }
 
-// Add adds n done units.
-func (b *Bar) Add(n int64) {
+// locked runs f under the reporter's lock unless b is nil or done.
+func (b *Bar) locked(f func()) {
 	if b == nil {
 		return
 	}
 	b.r.mu.Lock()
 	defer b.r.mu.Unlock()
-	if b.done || !b.top() {
-		return
+	if !b.done {
+		f()
 	}
-	_ = b.pb.Add64(n)
 }
 
-// Set sets the done count to n.
-func (b *Bar) Set(n int64) {
-	if b == nil {
-		return
-	}
-	b.r.mu.Lock()
-	defer b.r.mu.Unlock()
-	if b.done || !b.top() {
-		return
-	}
-	_ = b.pb.Set64(n)
+// drawing runs f under the lock when b is on screen (not done, the innermost bar).
+func (b *Bar) drawing(f func()) {
+	b.locked(func() {
+		if b.top() {
+			f()
+		}
+	})
 }
+
+// Add adds n done units.
+func (b *Bar) Add(n int64) { b.drawing(func() { _ = b.pb.Add64(n) }) }
+
+// Set sets the done count to n.
+func (b *Bar) Set(n int64) { b.drawing(func() { _ = b.pb.Set64(n) }) }
 
 // Update sets the done count and the total at once, for callbacks of the form
 // func(done, total int64) such as policy.Options.Progress: opt.Progress = bar.Update.
 func (b *Bar) Update(done, total int64) {
-	if b == nil {
-		return
-	}
-	b.r.mu.Lock()
-	defer b.r.mu.Unlock()
-	if b.done || !b.top() {
-		return
-	}
-	if total > 0 && total != b.pb.GetMax64() {
-		b.pb.ChangeMax64(total)
-	}
-	_ = b.pb.Set64(min(done, b.pb.GetMax64()))
+	b.drawing(func() {
+		if total > 0 && total != b.pb.GetMax64() {
+			b.pb.ChangeMax64(total)
+		}
+		_ = b.pb.Set64(min(done, b.pb.GetMax64()))
+	})
 }
 
 // Describe changes the bar's label (kept under the outer bar's prefix when nested).
 func (b *Bar) Describe(label string) {
-	if b == nil {
-		return
-	}
-	b.r.mu.Lock()
-	defer b.r.mu.Unlock()
-	if b.done {
-		return
-	}
-	if i := strings.LastIndex(b.label, " › "); i >= 0 {
-		label = b.label[:i+len(" › ")] + label
-	}
-	b.label = label
-	if b.top() {
-		b.pb.Describe(label)
-	}
+	b.locked(func() {
+		if i := strings.LastIndex(b.label, " › "); i >= 0 {
+			label = b.label[:i+len(" › ")] + label
+		}
+		b.label = label
+		if b.top() {
+			b.pb.Describe(label)
+		}
+	})
 }
 
 // top reports whether b is the innermost running bar (the one on screen). Callers hold r.mu.
@@ -251,24 +240,18 @@ func (b *Bar) top() bool { return len(b.r.stack) > 0 && b.r.stack[len(b.r.stack)
 
 // Done erases the bar. A second Done does nothing.
 func (b *Bar) Done() {
-	if b == nil {
-		return
-	}
-	b.r.mu.Lock()
-	defer b.r.mu.Unlock()
-	if b.done {
-		return
-	}
-	b.done = true
-	close(b.stop)
-	_ = b.pb.Exit()
-	_ = b.pb.Clear()
-	for i, s := range b.r.stack {
-		if s == b {
-			b.r.stack = append(b.r.stack[:i], b.r.stack[i+1:]...)
-			break
+	b.locked(func() {
+		b.done = true
+		close(b.stop)
+		_ = b.pb.Exit()
+		_ = b.pb.Clear()
+		for i, s := range b.r.stack {
+			if s == b {
+				b.r.stack = append(b.r.stack[:i], b.r.stack[i+1:]...)
+				break
+			}
 		}
-	}
+	})
 }
 
 // Println writes the operands as one line (fmt.Sprintln) above the running bar, which is

@@ -7,8 +7,10 @@ package experiment
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"colo/k8s/placement"
@@ -82,11 +84,7 @@ func Evaluate(t Trace, lib *placement.Library, where map[string]string) Result {
 	}
 	var slow []float64
 	res := Result{}
-	nodes := make([]string, 0, len(byNode))
-	for n := range byNode {
-		nodes = append(nodes, n)
-	}
-	sort.Strings(nodes)
+	nodes := slices.Sorted(maps.Keys(byNode))
 	for _, n := range nodes {
 		idx := byNode[n]
 		ts := make([]placement.Tenant, len(idx))

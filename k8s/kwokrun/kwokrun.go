@@ -8,7 +8,8 @@ package kwokrun
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -249,11 +250,7 @@ func Diff(a, b map[string]string) (n int, examples []string) {
 	for k := range b {
 		keys[k] = true
 	}
-	var ks []string
-	for k := range keys {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
+	ks := slices.Sorted(maps.Keys(keys))
 	for _, k := range ks {
 		if a[k] != b[k] {
 			n++

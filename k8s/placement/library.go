@@ -2,9 +2,10 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,12 +79,7 @@ func FromDataset(d *predict.Dataset) (*Library, error) {
 
 // Names returns the profile names, sorted.
 func (l *Library) Names() []string {
-	out := make([]string, 0, len(l.Profiles))
-	for n := range l.Profiles {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(l.Profiles))
 }
 
 // Tenant builds a tenant from a profile name ("" or unknown: an unknown tenant).

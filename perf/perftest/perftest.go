@@ -27,10 +27,17 @@ type PMU struct {
 	Running float64
 	// Now is the clock (default: wall time).
 	Now func() time.Time
+	// PerSample freezes the clock between samples: it moves to Now only when a
+	// descriptor is read again since it last moved, i.e. when the next sample's reads
+	// begin. All reads of one sample then see one instant, however far apart a loaded
+	// host makes them (a real PMU's events count on while they are read one by one).
+	PerSample bool
 
-	mu   sync.Mutex
-	next int
-	fds  map[int]fd
+	mu     sync.Mutex
+	next   int
+	fds    map[int]fd
+	frozen time.Time
+	read   map[int]bool // read since the clock last moved (PerSample)
 }
 
 type fd struct {
@@ -43,11 +50,33 @@ func New(rates map[Key]float64, running float64) *PMU {
 	return &PMU{Rates: rates, Running: running, next: 1000, fds: map[int]fd{}}
 }
 
-func (p *PMU) now() time.Time {
+func (p *PMU) wall() time.Time {
 	if p.Now != nil {
 		return p.Now()
 	}
 	return time.Now()
+}
+
+// now is the PMU's clock for a read of descriptor f (0: an open); p.mu is held.
+func (p *PMU) now(f int) time.Time {
+	if !p.PerSample {
+		return p.wall()
+	}
+	if p.frozen.IsZero() || p.read[f] {
+		p.frozen, p.read = p.wall(), map[int]bool{}
+	}
+	if f != 0 {
+		p.read[f] = true
+	}
+	return p.frozen
+}
+
+// Instant is the PMU's clock now, as the counters see it (with PerSample: the instant
+// of the last sample's reads).
+func (p *PMU) Instant() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.now(0)
 }
 
 // Open implements perf.Sys.
@@ -59,22 +88,26 @@ func (p *PMU) Open(attr *unix.PerfEventAttr, pid, cpu, groupFd, flags int) (int,
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next++
-	p.fds[p.next] = fd{key: k, opened: p.now()}
+	p.fds[p.next] = fd{key: k, opened: p.now(0)}
 	return p.next, nil
 }
 
 // Read implements perf.Sys (read_format: value, time_enabled, time_running).
 func (p *PMU) Read(f int, buf []byte) (int, error) {
+	if len(buf) < 24 {
+		return 0, unix.EINVAL
+	}
 	p.mu.Lock()
 	x, ok := p.fds[f]
+	var at time.Time
+	if ok {
+		at = p.now(f)
+	}
 	p.mu.Unlock()
 	if !ok {
 		return 0, unix.EBADF
 	}
-	if len(buf) < 24 {
-		return 0, unix.EINVAL
-	}
-	dt := p.now().Sub(x.opened).Seconds()
+	dt := at.Sub(x.opened).Seconds()
 	enabled := uint64(dt * 1e9)
 	running := uint64(dt * 1e9 * p.Running)
 	value := uint64(p.Rates[x.key] * dt * p.Running)

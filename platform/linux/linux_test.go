@@ -2,6 +2,7 @@ package linux
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -232,8 +233,12 @@ func TestAllocationsAndCPUTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	c1, _ := pf.Read(js.ID)
+	// the container's CPU time grows (an event: a loaded host only delays it)
+	c1 := c0
+	for deadline := time.Now().Add(60 * time.Second); c1.CPUTime <= c0.CPUTime && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		c1, _ = pf.Read(js.ID)
+	}
 	if c1.CPUTime <= c0.CPUTime || c1.Instructions != 0 {
 		t.Errorf("counters %+v then %+v", c0, c1)
 	}
@@ -483,22 +488,12 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 		{Type: R, Config: 0x1ff1}:                                 2e7,   // l2_lines_in.all (Ice Lake-SP L2 misses)
 	}, 0.25)
 	// The fake PMU counts by its clock. One sample reads the events one after another; on
-	// a loaded host those reads can be milliseconds apart, which skews the ratios of a
-	// 100 ms interval. The clock therefore moves with the wall clock only once 40 ms have
-	// passed since it last moved: the reads of one sample see one instant, samples 100 ms
-	// apart see the time between them.
-	var clockMu sync.Mutex
-	clock := time.Now()
-	pmu.Now = func() time.Time {
-		clockMu.Lock()
-		defer clockMu.Unlock()
-		if now := time.Now(); now.Sub(clock) >= 40*time.Millisecond {
-			clock = now
-		}
-		return clock
-	}
-	// 2 s per job: ~18 samples each at 100 ms, of which 5 are needed
-	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
+	// a loaded host those reads can be far apart, which would skew the ratios: its clock
+	// moves once per sample (PerSample), so the reads of one sample see one instant.
+	pmu.PerSample = true
+	// The jobs' length is only an upper bound: the run stops once every job has 3 samples
+	// after its first (an event, however slowly a loaded host samples).
+	bm := parseBench(t, strings.NewReplacer("length: 4", "length: 100", "max_t: 10", "max_t: 200").Replace(smokeYAML))
 	o := e.options(nil)
 	o.PerfSys, o.Microarch = pmu, "icelake-sp"
 	pf := newPlatform(t, bm, o)
@@ -510,8 +505,10 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 		t.Errorf("with Ice Lake's L2_LINES_IN.ALL the platform says L2 misses are unavailable: %s", why)
 	}
 	s, _ := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
-	mem := &bench.Memory{}
-	if _, err := bench.Run(bm, pf, s, bench.Options{Recorder: mem}); err != nil {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	mem := &samplesThenStop{Memory: &bench.Memory{}, need: 3, jobs: len(bm.Jobs), stop: stop, n: map[int]int{}}
+	if _, err := bench.Run(bm, pf, s, bench.Options{Recorder: mem, Ctx: ctx}); err != nil && !errors.Is(err, bench.ErrInterrupted) {
 		t.Fatal(err)
 	}
 	n := 0
@@ -519,18 +516,17 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 	for _, smp := range mem.Samples {
 		// The first sample of a job covers its start, before its counters opened one
 		// after another (each fd has its own start time): skip it.
-		if !first[smp.Job] || smp.Interval < 50*time.Millisecond {
+		if !first[smp.Job] {
 			first[smp.Job] = true
 			continue
 		}
 		n++
-		// Events are read one after another, as from a real PMU: allow 2 % of skew.
-		if math.Abs(smp.IPC/0.8-1) > 0.02 || math.Abs(smp.IPCE/0.6-1) > 0.02 || math.Abs(smp.StallsL3Miss/smp.StallsTotal/0.4-1) > 0.02 {
+		if math.Abs(smp.IPC/0.8-1) > 1e-3 || math.Abs(smp.IPCE/0.6-1) > 1e-3 || math.Abs(smp.StallsL3Miss/smp.StallsTotal/0.4-1) > 1e-3 {
 			t.Fatalf("sample %+v: want IPC 0.8, IPCE 0.6 (rates 2.0e9/2.5e9, stalls 1.0e9)", smp)
 		}
 	}
-	if n < 5 {
-		t.Fatalf("%d samples", n)
+	if n < 3*len(bm.Jobs) {
+		t.Fatalf("%d samples after the jobs' first, want the %d the run waited for", n, 3*len(bm.Jobs))
 	}
 	// On the PMU a quarter of the time: only the enabled/running scaling recovers the
 	// true 2e9 instructions per second.
@@ -539,10 +535,9 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	c0, _ := pf.Read(js.ID)
-	t0 := pmu.Now()
-	time.Sleep(time.Second)
-	c1, _ := pf.Read(js.ID)
-	dt := pmu.Now().Sub(t0).Seconds() // the PMU's clock, as the counters saw it
+	t0 := pmu.Instant()
+	c1, _ := pf.Read(js.ID)               // the next sample: the PMU's clock moves
+	dt := pmu.Instant().Sub(t0).Seconds() // the PMU's clock, as the counters saw it
 	if r := (c1.Instructions - c0.Instructions) / dt; r < 1.8e9 || r > 2.2e9 {
 		t.Errorf("instruction rate %.3g/s, want 2e9/s", r)
 	}
@@ -553,6 +548,27 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 	if k := pmu.OpenFDs(); k != 0 {
 		t.Errorf("%d perf descriptors left open", k)
 	}
+}
+
+// samplesThenStop records a run and stops it once each of its jobs has need samples
+// after its first.
+type samplesThenStop struct {
+	*bench.Memory
+	need, jobs int
+	stop       func()
+	n          map[int]int // samples per job
+}
+
+func (r *samplesThenStop) Sample(s bench.SampleRecord) error {
+	r.n[s.Job]++
+	done := len(r.n) == r.jobs
+	for _, k := range r.n {
+		done = done && k > r.need
+	}
+	if done {
+		r.stop()
+	}
+	return r.Memory.Sample(s)
 }
 
 func containsAll(have, want []int) bool {

@@ -3,9 +3,10 @@ package ctlsched
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,11 +86,7 @@ func Decode(name string, cfg sched.Config, dst any, own ...string) error {
 			known = append(known, tag)
 		}
 	}
-	keys := make([]string, 0, len(scoped))
-	for k := range scoped {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(scoped))
 	for _, k := range keys {
 		p := scoped[k]
 		i, ok := fields[k]

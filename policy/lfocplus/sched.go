@@ -2,7 +2,8 @@ package lfocplus
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 
 	"colo/machine"
@@ -142,11 +143,7 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 				d.Log = append(d.Log, fmt.Sprintf("lfoc+: %s %s %s", e.Kind, e.ID, e.Text))
 			}
 		}
-		ids := make([]string, 0, len(dec.Masks))
-		for id := range dec.Masks {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
+		ids := slices.Sorted(maps.Keys(dec.Masks))
 		for _, sid := range ids {
 			id, _ := strconv.Atoi(sid)
 			s.jobs.Want(sched.Allocation{Job: id, Socket: sock, Mask: dec.Masks[sid], MBA: s.mba, Reason: "lfoc+-" + dec.Mode.String()})

@@ -4,7 +4,9 @@
 package vp
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -55,7 +57,7 @@ func (c *Controller) control(now time.Duration, d *Decision) {
 		if len(p.charged) > 0 && !(c.wmu() < p.wmu-c.opt.Epsilon) {
 			undo := p.act
 			undo.Reverted = true
-			undo.Repercussions = sortedKeys(p.charged)
+			undo.Repercussions = slices.Sorted(maps.Keys(p.charged))
 			if t, ok := c.ws[undo.Target]; ok {
 				t.cfg = undo.Before
 			}

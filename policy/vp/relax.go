@@ -4,7 +4,9 @@
 package vp
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -33,7 +35,7 @@ func (c *Controller) relaxWindow(p *pending, d *Decision) bool {
 		c.pend = nil
 		undo := p.act
 		undo.Reverted = true
-		undo.Repercussions = sortedKeys(p.charged)
+		undo.Repercussions = slices.Sorted(maps.Keys(p.charged))
 		if t, ok := c.ws[undo.Target]; ok {
 			setRung(undo.Kind, &t.cfg, undo.Before)
 		}

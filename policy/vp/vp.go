@@ -485,12 +485,3 @@ func (c *Controller) decision(now time.Duration) Decision {
 	}
 	return d
 }
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

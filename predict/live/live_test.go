@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"colo/metric"
 	"colo/predict"
@@ -80,72 +83,100 @@ func TestMeasureBadApps(t *testing.T) {
 // TestEndToEndOrdering profiles a compute loop and a random-access loop for real against
 // the SoI (coarse dial: 0 and 96 MB) and measures their contentiousness with the reporter.
 // It asserts only orderings: random suffers more from the SoI than compute, and the
-// reporter suffers more next to random than next to compute. The machine is shared (other
-// builds time-share its 2 CPUs, and on a VM other tenants share the physical cache), so an
-// attempt counts only if it was quiet: the isolated measurements taken before and after it
-// agree within 25 %. A quiet attempt either shows both orderings with their margins (pass),
-// shows an ordering reversed beyond its margin (fail: the pipeline measures the opposite of
-// what the workloads do), or shows no measurable effect at all (inconclusive: on the 2-vCPU
-// development VM the SoI sometimes does not move an 8 MB random loop, measured 0.98 vs 0.98).
-// Up to 3 attempts; if none is conclusive the test is skipped with the numbers logged.
+// reporter suffers more next to random than next to compute.
+//
+// The machine is shared (CI runs other test binaries and compilers on the same 2 CPUs; the
+// flake hunt adds stress-ng --cpu 4), so the measurement is made robust to it instead of
+// waiting for a quiet moment (it never skips for noise):
+//   - every time is CPU time (the apps' cpu_rate, the reporter's thread CPU clock), so
+//     time-sharing the CPU with other tasks does not count;
+//   - the test runs at nice -20, in a session (autogroup) of its own at nice -20, so other
+//     tasks get a few percent of its CPU and leave its cache alone (their cache traffic,
+//     not their CPU time, is what disturbs a cache measurement);
+//   - the app, the reporter, the SoI and the competitors all share CPU 0 (time-sharing it,
+//     which CPU time factors out): vCPUs of a VM need not share a last-level cache, and on
+//     the development VM they did not (SoI on CPU 1 at nice -20: random 0.995 vs compute
+//     0.998, three attempts; on CPU 0: random 0.22 vs compute 0.98, reporter 1.2× slower
+//     next to random than next to compute, at load 44), while one CPU's cache hierarchy
+//     is always shared; CPU 1 stays free for the rest of the machine.
+//
+// An attempt that shows both orderings with their margins passes; after 3 attempts
+// without, the test fails, whether an ordering was reversed or not measurable.
 func TestEndToEndOrdering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real measurement")
 	}
-	if runtime.NumCPU() < 2 {
-		t.Skip("needs 2 CPUs")
-	}
 	if raceEnabled {
 		t.Skip("timings under the race detector mean nothing")
 	}
-	// A reversal fails the test only when every attempt shows it: on this 2-vCPU VM one
-	// attempt in a few is reversed by outside load (seen in CI-like runs: the reporter
-	// faster next to the 64 MB random loop than next to the compute loop once, the right
-	// way round in the other attempts), while a real inversion of colo's ordering repeats.
-	var reversals []string
+	boostPriority(t)
+	var misses []string
 	for attempt := 1; attempt <= 3; attempt++ {
-		ok, reversed, msg := orderingAttempt(t)
+		ok, why := orderingAttempt(t)
 		if ok {
 			return
 		}
-		if reversed != "" {
-			reversals = append(reversals, reversed)
-		}
-		t.Logf("attempt %d not conclusive: %s %s", attempt, reversed, msg)
+		misses = append(misses, why)
+		t.Logf("attempt %d: %s", attempt, why)
 	}
-	if len(reversals) == 3 {
-		t.Errorf("reversed ordering in all 3 attempts: %v", reversals)
+	t.Errorf("no attempt of 3 showed both Bubble-Up orderings: %q", misses)
+}
+
+// boostPriority runs every thread of the test process, and so every thread and child
+// started later (they inherit their creator's nice value), at nice -20 until the test
+// ends. Without CAP_SYS_NICE it logs and measures at the normal priority.
+func boostPriority(t *testing.T) {
+	set := func(nice int) error {
+		seen := map[int]bool{}
+		for { // a thread created meanwhile inherits from one not yet set: until none is new
+			ents, err := os.ReadDir("/proc/self/task")
+			if err != nil {
+				return err
+			}
+			fresh := false
+			for _, e := range ents {
+				tid, err := strconv.Atoi(e.Name())
+				if err != nil || seen[tid] {
+					continue
+				}
+				seen[tid], fresh = true, true
+				if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && err != syscall.ESRCH {
+					return err
+				}
+			}
+			if !fresh {
+				return nil
+			}
+		}
+	}
+	if err := set(-20); err != nil {
+		t.Logf("measuring at normal priority: nice -20: %v", err)
 		return
 	}
-	t.Skip("no conclusive real measurement in 3 attempts (noisy machine, or the SoI had no measurable effect here)")
+	t.Cleanup(func() { _ = set(0) })
+	// With autogroup scheduling (sched_autogroup_enabled) the kernel shares the CPUs
+	// between sessions first, and nice works only inside one. A session of its own at
+	// autogroup nice -20 outweighs the others too (sched(7) "The autogroup feature").
+	if sid, _ := unix.Getsid(0); sid == os.Getpid() {
+		// already a session leader (an earlier run of this test)
+	} else if _, err := syscall.Setsid(); err != nil {
+		t.Logf("no session of its own: %v", err)
+		return
+	}
+	if err := os.WriteFile("/proc/self/autogroup", []byte("-20"), 0); err != nil {
+		t.Logf("autogroup nice -20: %v", err)
+		return
+	}
+	t.Cleanup(func() { _ = os.WriteFile("/proc/self/autogroup", []byte("0"), 0) })
 }
 
 func within(a, b, rel float64) bool { return math.Abs(a-b) <= rel*math.Max(a, b) }
 
-// loadAvg is the 1-minute load average (0 if unknown).
-func loadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	var l float64
-	fmt.Sscan(string(b), &l)
-	return l
-}
-
 // orderingAttempt measures once: ok when both orderings hold with their margins, else
-// reversed says which ordering was clearly the wrong way round ("" when there was just
-// no measurable effect or too much noise).
-func orderingAttempt(t *testing.T) (ok bool, reversed, why string) {
-	// With more runnable tasks than twice the CPUs, other tenants' processes share both CPUs
-	// and their cache traffic dominates: measured on the development VM at load 11, the
-	// random loop ran faster under the SoI than "alone", because the SoI displaced heavier
-	// tenants from CPU 1.
-	if l := loadAvg(); l > 2*float64(runtime.NumCPU()) {
-		return false, "", fmt.Sprintf("load average %.1f on %d CPUs", l, runtime.NumCPU())
-	}
+// why says what was missing (an ordering, or a machine that drifted meanwhile).
+func orderingAttempt(t *testing.T) (ok bool, why string) {
 	// Paired: each run under the SoI right after an isolated one, 3 times, median ratio.
-	r := &Runner{AppCPUs: []int{0}, OtherCPUs: []int{1}, StreamThreads: 1, RandomThreads: 1,
+	r := &Runner{AppCPUs: []int{0}, OtherCPUs: []int{0}, StreamThreads: 1, RandomThreads: 1,
 		Settle: 100 * time.Millisecond, Repeats: 3, Paired: true, Metric: MetricAuto,
 		Reporter: stress.ReporterConfig{Type: stress.ReporterRandom, MB: 8, Reps: 15, Warmup: 1}}
 	ctx := context.Background()
@@ -194,22 +225,19 @@ func orderingAttempt(t *testing.T) (ok bool, reversed, why string) {
 	pr, _ := predict.Predict(rc, 96, predict.MethodNearest)
 	msg := fmt.Sprintf("P(96 MB): compute %.3f, random %.3f (random alone %.4g then %.4g); reporter alone %.0f / %.0f ns, next to compute %.0f, next to random %.0f",
 		pc, pr, rc.Perf[0], ri, l0.Score, l1.Score, lc.Avg, lr.Avg)
-	if !within(rc.Perf[0], ri, 0.25) || !within(l0.Score, l1.Score, 0.25) {
-		return false, "", msg
-	}
 	t.Log(msg)
+	// the isolated measurements before and after agree: the machine did not drift
+	if !within(rc.Perf[0], ri, 0.25) || !within(l0.Score, l1.Score, 0.25) {
+		return false, "isolated runs drifted by more than 25 %"
+	}
 	// Margins keep a dead SoI or competitor (both ≈ 1, equal latencies) from passing by luck.
-	sensOK, contOK := pr < pc-0.1, lr.Avg > 1.05*lc.Avg
-	if sensOK && contOK {
-		return true, "", msg
+	switch {
+	case pr >= pc-0.1:
+		return false, fmt.Sprintf("random (%.3f) did not lose clearly more than compute (%.3f) to the SoI", pr, pc)
+	case lr.Avg <= 1.05*lc.Avg:
+		return false, fmt.Sprintf("the reporter was not clearly slower next to random (%.0f ns) than next to compute (%.0f ns)", lr.Avg, lc.Avg)
 	}
-	if pr > pc+0.1 {
-		return false, fmt.Sprintf("random (%.3f) lost clearly less than compute (%.3f) to the SoI", pr, pc), msg
-	}
-	if lr.Avg*1.05 < lc.Avg {
-		return false, fmt.Sprintf("the reporter was clearly faster next to random (%.0f) than next to compute (%.0f)", lr.Avg, lc.Avg), msg
-	}
-	return false, "", msg + " (no measurable effect)"
+	return true, ""
 }
 
 // Paired mode runs end to end and keeps its shapes (values are not asserted: real noise).

@@ -28,8 +28,9 @@ package emu
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,11 +310,7 @@ func (e *Emulator) groupByClosid(c int) *group {
 // sortedCtrls returns root then the CTRL_MON groups by name.
 func (e *Emulator) sortedCtrls() []*group {
 	out := []*group{e.root}
-	names := make([]string, 0, len(e.ctrls))
-	for n := range e.ctrls {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(e.ctrls))
 	for _, n := range names {
 		out = append(out, e.ctrls[n])
 	}
@@ -321,11 +318,7 @@ func (e *Emulator) sortedCtrls() []*group {
 }
 
 func sortedMons(g *group) []*group {
-	names := make([]string, 0, len(g.mons))
-	for n := range g.mons {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(g.mons))
 	out := make([]*group, len(names))
 	for i, n := range names {
 		out[i] = g.mons[n]

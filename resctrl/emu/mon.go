@@ -2,6 +2,8 @@ package emu
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -135,11 +137,7 @@ func (e *Emulator) Tick() {
 	if e.p.Mon == nil || e.opts.Source == nil {
 		return
 	}
-	pids := make([]int, 0, len(e.tasks))
-	for p := range e.tasks {
-		pids = append(pids, p)
-	}
-	sort.Ints(pids)
+	pids := slices.Sorted(maps.Keys(e.tasks))
 	for _, pid := range pids {
 		t := e.tasks[pid]
 		for d := 0; d < e.p.L3.Domains; d++ {

@@ -2,7 +2,8 @@ package emu
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"colo/cbm"
@@ -310,12 +311,7 @@ var named = map[string][2]string{
 
 // ProfileNames lists the built-in emulator profiles.
 func ProfileNames() []string {
-	out := make([]string, 0, len(named))
-	for n := range named {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(named))
 }
 
 // ConformanceProfiles are the vendor profiles the conformance suite runs against.

@@ -34,6 +34,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -291,11 +293,7 @@ func Plan(in Input) Result {
 		p.leave(t, nil)
 		delete(p.placed, t)
 	}
-	names := make([]string, 0, len(wants))
-	for t := range wants {
-		names = append(names, t)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(wants))
 	for _, t := range names {
 		p.want(wants[t])
 	}

@@ -67,9 +67,10 @@ func TestLifecycleCgroupStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The env and the volume reached the container.
+	// (an event: the file has the whole text; a loaded host only delays it)
 	var got []byte
-	for i := 0; i < 100; i++ {
-		if got, err = os.ReadFile(filepath.Join(vol, "out.txt")); err == nil {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		if got, err = os.ReadFile(filepath.Join(vol, "out.txt")); err == nil && string(got) == "hello colo" {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -174,7 +175,7 @@ func TestNetworkByNameAndPrivileged(t *testing.T) {
 	if err := e.r.Start(ctx, cid); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 120*time.Second) // a bound, not a speed
 	defer cancel()
 	if ex, err := e.r.Wait(wctx, cid); err != nil || ex.Code != 0 {
 		t.Fatalf("client could not reach %s by name: %v %v", server, ex, err)

@@ -13,9 +13,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -185,11 +187,7 @@ func (r *Runtime) Create(ctx context.Context, s rt.Spec) (string, error) {
 	}
 	cmd := exec.Command(exe, s.Command[1:]...)
 	env := os.Environ()
-	keys := make([]string, 0, len(s.Env))
-	for k := range s.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(s.Env))
 	for _, k := range keys {
 		env = append(env, k+"="+s.Env[k])
 	}

@@ -100,9 +100,17 @@ func TestProcessLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	s1, _ := r.Stats(ctx, id)
-	if c := rt.CPUCores(s0, s1); !(c > 0.02 && c < 1.1) { // pinned to one core
+	// the spinner's CPU time grows (an event: a loaded host only delays it), and never
+	// by more than one core's worth, as it is pinned to one
+	s1 := s0
+	for deadline := time.Now().Add(60 * time.Second); s1.CPUTotalNs <= s0.CPUTotalNs; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the spinner used no CPU in 60 s (stats %+v)", s1)
+		}
+		time.Sleep(20 * time.Millisecond)
+		s1, _ = r.Stats(ctx, id)
+	}
+	if c := rt.CPUCores(s0, s1); !(c > 0 && c < 1.1) {
 		t.Errorf("cores used %v (stats %+v)", c, s1)
 	}
 	if s1.MemoryLimit != 64<<20 || !s1.MemAvailable || s1.NetAvailable {
