@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"colo/bench"
+	"colo/platform"
 )
 
 func readCgroupInt(t *testing.T, dir, file string) int64 {
@@ -50,7 +50,7 @@ func TestCPUQuotaOnContainer(t *testing.T) {
 	bm := parseBench(t, smokeYAML)
 	pf := newPlatform(t, bm, e.options(nil))
 	defer pf.Close()
-	if why := bench.CPUQuotaUnavailable(pf); why != "" {
+	if why := platform.CPUQuotaUnavailable(pf); why != "" {
 		t.Fatalf("linux platform reports no quota actuator: %s", why)
 	}
 	js := bm.Jobs[1] // compute: a busy loop

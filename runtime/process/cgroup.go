@@ -256,7 +256,7 @@ func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
 	return nil
 }
 
-// SetCPUQuota implements runtime.QuotaSetter: CFS bandwidth on the workload's cgroup,
+// SetCPUQuota implements runtime.Runtime: CFS bandwidth on the workload's cgroup,
 // cpu.cfs_period_us and cpu.cfs_quota_us on cgroup v1, cpu.max on v2; quota 0 removes
 // the limit.
 func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time.Duration) error {
