@@ -63,6 +63,11 @@ func (a *Agent) replan() error {
 	if err != nil {
 		return err
 	}
+	var foreign []uint64
+	for _, b := range plan.Budgets(in) {
+		foreign = append(foreign, b.Foreign)
+	}
+	a.core.SetForeign(foreign)
 	res := plan.Plan(in)
 	for _, n := range res.Notes {
 		if !a.saidPlan[n] {
