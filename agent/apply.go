@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -57,24 +56,18 @@ func tenantOf(id string) string {
 	return tenantChars.ReplaceAllString(id, "_")
 }
 
-func (a *Agent) own(name string) bool { return strings.HasPrefix(name, a.o.Groups.Prefix()) }
-
 // replan plans every container's wish and applies the plan; a refused wish falls back to
 // where the container is.
 func (a *Agent) replan() error {
-	groups, closids, rmids, err := a.o.Groups.PlanState(a.o.Machine, a.own)
+	in, err := plan.Read(a.o.Groups, a.o.Machine, a.o.Groups.Prefix(), a.placed, a.want)
 	if err != nil {
 		return err
 	}
-	in := plan.Input{Machine: a.o.Machine, CLOSIDs: closids, RMIDs: rmids, Prefix: a.o.Groups.Prefix(), Groups: groups, Placed: a.placed}
-	names := make([]string, 0, len(a.want))
-	for t := range a.want {
-		names = append(names, t)
+	var foreign []uint64
+	for _, b := range plan.Budgets(in) {
+		foreign = append(foreign, b.Foreign)
 	}
-	sort.Strings(names)
-	for _, t := range names {
-		in.Want = append(in.Want, a.want[t])
-	}
+	a.core.SetForeign(foreign)
 	res := plan.Plan(in)
 	for _, n := range res.Notes {
 		if !a.saidPlan[n] {

@@ -32,6 +32,7 @@ const (
 	StateQueued   = "queued"   // waiting for the policy to admit it
 	StateRunning  = "running"  // admitted
 	StateRejected = "rejected" // the policy will never admit it: monitored, unallocated
+	// StateStatic (static.go): allocated by its colo.io/llc-ways / colo.io/mba labels
 )
 
 // Member is a container the core manages.
@@ -93,6 +94,11 @@ type Core struct {
 	dirty    bool
 	stats    CoreStats
 	said     map[string]bool
+	// static holds the static requests' allocations (static.go); foreign the ways other
+	// agents claim per socket (SetForeign)
+	static  *sched.Accountant
+	reserve uint64
+	foreign []uint64
 }
 
 // NewCore builds the core around a scheduler on machine m. Containers share cores (the
@@ -110,6 +116,10 @@ func NewCore(m *machine.Profile, s sched.Scheduler) *Core {
 	for s := 0; s < m.Sockets; s++ {
 		c.def[s] = m.FullMask()
 	}
+	// static.go: ways counted from the top; system/default's reserve (the top ways) is
+	// passed as claimed
+	c.static, _ = sched.NewAccountant(m.Sockets, m.LLC.Ways, 0, sched.DefaultReserveMBA)
+	c.reserve = m.FullMask() &^ (m.FullMask() >> sched.DefaultReserveWays)
 	return c
 }
 
@@ -122,11 +132,19 @@ func (c *Core) Scheduler() string { return c.sch.Name() }
 func (c *Core) Add(ct Container, now time.Duration) (*Member, []LabelError) {
 	req, errs := ParseRequest(ct.Labels, c.m)
 	if mb := c.byID[ct.ID]; mb != nil {
+		if mb.State == StateStatic && req != mb.Req { // a changed static request: allocated anew
+			c.static.Release(mb.ID)
+			mb.Mask, mb.MBA = 0, 0
+			c.dirty = true
+		}
 		mb.Container, mb.Req = ct, req
 		return mb, errs
 	}
 	c.next++
 	mb := &Member{Container: ct, Req: req, Job: c.next, State: StateQueued, Since: now}
+	if isStatic(req) {
+		mb.State = StateStatic
+	}
 	c.byID[ct.ID] = mb
 	c.byJob[mb.Job] = mb
 	c.members = nil
@@ -142,6 +160,10 @@ func (c *Core) Remove(id string) bool {
 	delete(c.byID, id)
 	delete(c.byJob, mb.Job)
 	c.members = nil
+	if mb.State == StateStatic {
+		c.static.Release(id)
+		c.dirty = true
+	}
 	if mb.State == StateRunning {
 		c.finished = append(c.finished, mb.Job)
 		c.dirty = true
@@ -194,7 +216,7 @@ func (c *Core) job(mb *Member) sched.Job {
 }
 
 func (c *Core) observation(now time.Duration) *sched.Observation {
-	obs := &sched.Observation{Now: now, Finished: c.finished, ProbeResults: c.results}
+	obs := &sched.Observation{Now: now, Finished: c.finished, ProbeResults: c.results, CLOS: c.policyBudget()}
 	for _, mb := range c.Members() {
 		switch mb.State {
 		case StateQueued:
@@ -214,8 +236,10 @@ func (c *Core) observation(now time.Duration) *sched.Observation {
 
 // Tick runs the policy once at time now and returns the wanted state.
 func (c *Core) Tick(now time.Duration) Plan {
+	var static []string
+	c.allocateStatic(func(f string, a ...any) { static = append(static, fmt.Sprintf(f, a...)) })
 	d := c.sch.Tick(c.observation(now))
-	p := Plan{Targets: map[string]Target{}, Log: append([]string(nil), d.Log...)}
+	p := Plan{Targets: map[string]Target{}, Log: append(static, d.Log...)}
 	logf := func(f string, a ...any) { p.Log = append(p.Log, fmt.Sprintf(f, a...)) }
 	for _, r := range d.Reject {
 		if mb := c.byJob[r.Job]; mb != nil {
@@ -274,8 +298,11 @@ func (c *Core) Tick(now time.Duration) Plan {
 	}
 	for id, mb := range c.byID {
 		t := Target{Socket: mb.Socket}
-		if mb.State == StateRunning {
+		switch mb.State {
+		case StateRunning:
 			t.Mask, t.MBA = mb.Mask, mb.MBA
+		case StateStatic:
+			t = c.staticTarget(mb)
 		}
 		p.Targets[id] = t
 	}
@@ -305,7 +332,7 @@ func (c *Core) defaults() map[int]uint64 {
 	for s := 0; s < c.m.Sockets; s++ {
 		held, running := uint64(0), 0
 		for _, mb := range c.byID {
-			if mb.State == StateRunning && mb.Socket == s {
+			if (mb.State == StateRunning || (mb.State == StateStatic && mb.Req.Ways > 0)) && mb.Socket == s {
 				held |= mb.Mask
 				running++
 			}

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +118,57 @@ func TestSampleOfBandwidthBetweenMonitoringReads(t *testing.T) {
 	}
 	if _, ok := SampleOf(cur, cur); ok {
 		t.Error("a zero interval gave a sample")
+	}
+}
+
+// A static request (colo.io/llc-ways, colo.io/mba) is allocated as asked by the
+// accountant, outside the policy: its ways are exclusive of the policy's containers and
+// of system/default, the policy is told they are taken, an MBA-only request throttles
+// in system/default's ways, one that does not fit waits, and leaving gives the ways back.
+func TestCoreStaticRequests(t *testing.T) {
+	c, m := newCore(t, "static-cat")
+	c.Add(Container{ID: "p", Name: "prio", Labels: map[string]string{LabelClass: "priority"}}, 0)
+	c.Add(Container{ID: "s", Name: "static", Labels: map[string]string{LabelLLCWays: "3", LabelMBA: "50"}}, 0)
+	c.Add(Container{ID: "t", Name: "throttled", Labels: map[string]string{LabelMBA: "30"}}, 0)
+	c.Add(Container{ID: "x", Name: "too-big", Labels: map[string]string{LabelLLCWays: fmt.Sprint(m.LLC.Ways)}}, 0)
+	var p Plan
+	for i := 1; i <= 3; i++ {
+		p = c.Tick(time.Duration(i) * time.Second)
+	}
+	ts, tp := p.Targets["s"], p.Targets["p"]
+	if st := c.Member("s").State; st != StateStatic {
+		t.Fatalf("static request in state %q", st)
+	}
+	if bits.OnesCount64(ts.Mask) != 3 || ts.MBA != 50 {
+		t.Fatalf("static target %+v: want 3 ways at MBA 50 (log %v)", ts, p.Log)
+	}
+	if lo := ts.Mask >> bits.TrailingZeros64(ts.Mask); lo&(lo+1) != 0 {
+		t.Errorf("static mask %#x is not contiguous", ts.Mask)
+	}
+	if tp.Mask == 0 {
+		t.Fatalf("the policy did not allocate its priority container: %+v (log %v)", tp, p.Log)
+	}
+	if ts.Socket == tp.Socket && ts.Mask&tp.Mask != 0 {
+		t.Errorf("static %#x and policy %#x masks share ways on socket %d", ts.Mask, tp.Mask, ts.Socket)
+	}
+	if p.Default[ts.Socket]&ts.Mask != 0 {
+		t.Errorf("system/default %#x keeps static ways %#x", p.Default[ts.Socket], ts.Mask)
+	}
+	if clos := c.policyBudget(); clos == nil || clos[ts.Socket].Foreign&ts.Mask != ts.Mask {
+		t.Errorf("the policy is not told the static ways %#x are taken: %+v", ts.Mask, clos)
+	}
+	if tt := p.Targets["t"]; tt.MBA != 30 || tt.Mask != p.Default[tt.Socket] {
+		t.Errorf("MBA-only request: %+v, want MBA 30 in system/default's ways %#x", tt, p.Default[tt.Socket])
+	}
+	if tx, mx := p.Targets["x"], c.Member("x"); tx.Mask != 0 || !strings.Contains(mx.Reason, "waiting") {
+		t.Errorf("a request of every way was given %#x (reason %q); the reserve stays with system/default", tx.Mask, mx.Reason)
+	}
+	c.Remove("s")
+	p = c.Tick(4 * time.Second)
+	if _, ok := p.Targets["s"]; ok {
+		t.Errorf("a removed static container is still targeted: %+v", p.Targets)
+	}
+	if clos := c.policyBudget(); clos != nil && clos[ts.Socket].Foreign&ts.Mask != 0 {
+		t.Errorf("released static ways still foreign to the policy: %+v", clos)
 	}
 }

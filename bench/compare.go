@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"colo/platform"
 	"colo/policy/ctlsched"
 	"colo/sched"
 )
@@ -100,8 +101,8 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 		cfg := bm.Sched
 		cfg.Implementation = name
 		env := sched.Env{Machine: pf.Machine(), Config: cfg}
-		env.IPCEUnavailable = IPCEUnavailable(pf)
-		env.CPUQuotaUnavailable = CPUQuotaUnavailable(pf)
+		env.IPCEUnavailable = platform.IPCEUnavailable(pf)
+		env.CPUQuotaUnavailable = platform.CPUQuotaUnavailable(pf)
 		s, err := sched.New(name, env)
 		if err != nil {
 			pf.Close()

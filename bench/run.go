@@ -10,6 +10,7 @@ import (
 
 	"colo/machine"
 	"colo/metric"
+	"colo/platform"
 	"colo/sched"
 )
 
@@ -471,7 +472,7 @@ func (r *runner) freeCPUs() [][]int {
 
 func (r *runner) observation(now time.Duration) *sched.Observation {
 	obs := &sched.Observation{Now: now, FreeCPUs: r.freeCPUs(), Finished: r.done, ProbeResults: r.results}
-	if b, ok := r.pf.(CLOSBudgeter); ok {
+	if b, ok := r.pf.(platform.CLOSBudgeter); ok {
 		obs.CLOS = b.CLOSBudget()
 	}
 	r.done, r.results = nil, nil
@@ -673,9 +674,9 @@ func (r *runner) applyQuotas(qs []sched.QuotaChange) {
 		if j == nil || j.state != StateRunning {
 			continue
 		}
-		p, ok := r.pf.(QuotaSetter)
+		p, ok := r.pf.(platform.QuotaSetter)
 		if !ok {
-			r.warnf("job %s: scheduler %s set a CPU quota, but %s; ignored", j.spec.Name, r.sch.Name(), CPUQuotaUnavailable(r.pf))
+			r.warnf("job %s: scheduler %s set a CPU quota, but %s; ignored", j.spec.Name, r.sch.Name(), platform.CPUQuotaUnavailable(r.pf))
 			continue
 		}
 		if err := p.SetQuota(j.spec.ID, q.Quota); err != nil {

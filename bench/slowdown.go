@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"colo/metric"
+	"colo/platform"
 	"colo/policy/ctlsched"
 	"colo/sched"
 )
@@ -114,7 +115,7 @@ func runScheduler(ctx context.Context, bm *Benchmark, name string, rec Recorder,
 	}
 	defer pf.Close()
 	// the platform's machine, as in RunAll: on linux it is the detected host
-	s, err := sched.New(impl, sched.Env{Machine: pf.Machine(), Config: b.Sched, IPCEUnavailable: IPCEUnavailable(pf)})
+	s, err := sched.New(impl, sched.Env{Machine: pf.Machine(), Config: b.Sched, IPCEUnavailable: platform.IPCEUnavailable(pf)})
 	if err != nil {
 		return nil, &Error{File: bm.File, Line: ctlsched.LineOf(err), Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 	}

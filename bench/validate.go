@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"colo/machine"
+	"colo/platform"
 	"colo/probe"
 	"colo/sched"
 
@@ -46,36 +47,11 @@ type Benchmark struct {
 	pool []poolEntry
 }
 
-// DataConfig is a resolved collector configuration.
-type DataConfig struct {
-	Frequency time.Duration
-	Perf      bool
-	Docker    bool
-	RDT       bool
-}
+// DataConfig is a resolved collector configuration (platform.DataConfig).
+type DataConfig = platform.DataConfig
 
-// JobSpec is one job of the trace.
-type JobSpec struct {
-	ID       int
-	Name     string
-	Arrival  time.Duration
-	Length   time.Duration // run time after admission; 0: until StopAt or max_t
-	StopAt   time.Duration // absolute stop time; 0: none
-	Cores    int
-	CPUs     []int
-	Priority bool
-	// IPCETarget is a fraction in (0, 1]; 0: none.
-	IPCETarget  float64
-	Image       string
-	Command     string
-	Workload    string
-	Env         map[string]string
-	Kind        string
-	Sensitivity string
-	Data        DataConfig
-	// Source is "file:line" of the entry the job came from.
-	Source string
-}
+// JobSpec is one job of the trace: the platform's Job.
+type JobSpec = platform.Job
 
 type checker struct {
 	errs Errors

@@ -2,6 +2,7 @@ package cbm
 
 import (
 	"fmt"
+	"iter"
 	"math/bits"
 )
 
@@ -38,6 +39,23 @@ func (m Mask) FirstRun() Mask {
 	lo := m.Low()
 	n := bits.TrailingZeros64(^(uint64(m) >> uint(lo)))
 	return Run(lo, n)
+}
+
+// Runs yields each run of ways of m as the ways [lo, hi), lowest first.
+func (m Mask) Runs() iter.Seq2[int, int] {
+	return func(yield func(lo, hi int) bool) {
+		for v := uint64(m); v != 0; {
+			lo := bits.TrailingZeros64(v)
+			hi := lo + bits.TrailingZeros64(^(v >> uint(lo)))
+			if !yield(lo, hi) {
+				return
+			}
+			if hi >= 64 {
+				return
+			}
+			v &^= (uint64(1)<<uint(hi) - 1)
+		}
+	}
 }
 
 // LongestRun is the longest run of ways of m among its low width ways; on a tie the

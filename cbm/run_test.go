@@ -52,3 +52,40 @@ func TestParseAndString(t *testing.T) {
 		}
 	}
 }
+
+// Runs splits a mask into maximal runs of ways whose union is the mask: lowest first,
+// none touching the next (a rect per run in colo report).
+func TestRunsOfMask(t *testing.T) {
+	type run struct{ lo, hi int }
+	for m, want := range map[Mask][]run{
+		0:                        nil,
+		0x1:                      {{0, 1}},
+		0xf0f:                    {{0, 4}, {8, 12}},
+		0x5:                      {{0, 1}, {2, 3}},
+		Mask(^uint64(0)):         {{0, 64}},
+		Mask(1 << 63):            {{63, 64}},
+		Mask(0xc000000000000003): {{0, 2}, {62, 64}},
+	} {
+		var got []run
+		var union Mask
+		for lo, hi := range m.Runs() {
+			got = append(got, run{lo, hi})
+			union |= Run(lo, hi-lo)
+		}
+		if len(got) != len(want) || union != m {
+			t.Errorf("%s.Runs() = %v, want %v", m, got, want)
+			continue
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("%s.Runs() = %v, want %v", m, got, want)
+			}
+		}
+	}
+	for lo := range Mask(0xff).Runs() { // stopping early
+		if lo != 0 {
+			t.Errorf("first run at %d", lo)
+		}
+		break
+	}
+}

@@ -9,11 +9,14 @@ import (
 
 // IPC is instructions per cycle: IPC = Instructions / Cycles
 // (thesis Eq. 3.1, ../shared/research/seed000.md §3). NaN when cycles is zero.
-func IPC(instructions, cycles float64) float64 {
-	if cycles <= 0 {
+func IPC(instructions, cycles float64) float64 { return ratio(instructions, cycles) }
+
+// ratio is num / den, NaN when den is not positive (a counter that did not count).
+func ratio(num, den float64) float64 {
+	if den <= 0 {
 		return math.NaN()
 	}
-	return instructions / cycles
+	return num / den
 }
 
 // IPCE is the IPC efficiency, the fraction of cycles in which the core was not stalled:
@@ -22,27 +25,16 @@ func IPC(instructions, cycles float64) float64 {
 // (thesis Eqs. 3.2–3.4; Cycles_stalled = cycle_activity.stalls_total). The thesis stores it
 // ×100 (percent); this returns the fraction in [0, 1]. NaN when cycles is zero.
 func IPCE(stalledCycles, cycles float64) float64 {
-	if cycles <= 0 {
-		return math.NaN()
-	}
-	return clamp01(1 - stalledCycles/cycles)
+	return clamp01(1 - ratio(stalledCycles, cycles))
 }
 
 // StalledFraction is stalls_total / cycles (the thesis's "stalled cycles %" ÷ 100).
-func StalledFraction(stalledCycles, cycles float64) float64 {
-	if cycles <= 0 {
-		return math.NaN()
-	}
-	return stalledCycles / cycles
-}
+func StalledFraction(stalledCycles, cycles float64) float64 { return ratio(stalledCycles, cycles) }
 
 // L3MissStallShare is the share of all stall cycles caused by pending L3 misses:
 // StallsL3Miss / StallsTotal (thesis "StallsL3MissPercent" ÷ 100, seed000.md §3).
 func L3MissStallShare(stallsL3Miss, stallsTotal float64) float64 {
-	if stallsTotal <= 0 {
-		return math.NaN()
-	}
-	return stallsL3Miss / stallsTotal
+	return ratio(stallsL3Miss, stallsTotal)
 }
 
 // Slowdown of an application co-run against its solo (reference) run:

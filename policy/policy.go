@@ -61,32 +61,25 @@ type Solution struct {
 
 // AppMasks returns the mask of every application (n applications).
 func (s *Solution) AppMasks(n int) []uint64 {
-	out := make([]uint64, n)
-	for _, c := range s.Clusters {
-		for _, a := range c.Apps {
-			out[a] = c.Mask
-		}
-	}
-	return out
+	return perApp(s, n, func(_ int, c Cluster) uint64 { return c.Mask })
 }
 
 // AppClusters returns every application's cluster index (0-based).
 func (s *Solution) AppClusters(n int) []int {
-	out := make([]int, n)
-	for ci, c := range s.Clusters {
-		for _, a := range c.Apps {
-			out[a] = ci
-		}
-	}
-	return out
+	return perApp(s, n, func(ci int, _ Cluster) int { return ci })
 }
 
 // AppWays returns every application's way count.
 func (s *Solution) AppWays(n int) []int {
-	out := make([]int, n)
-	for _, c := range s.Clusters {
+	return perApp(s, n, func(_ int, c Cluster) int { return c.Ways })
+}
+
+// perApp gives each of the n applications what of gives of its cluster (index ci).
+func perApp[T any](s *Solution, n int, of func(ci int, c Cluster) T) []T {
+	out := make([]T, n)
+	for ci, c := range s.Clusters {
 		for _, a := range c.Apps {
-			out[a] = c.Ways
+			out[a] = of(ci, c)
 		}
 	}
 	return out

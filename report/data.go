@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,6 +30,18 @@ var metricInfo = [nMetrics]struct{ key, title, unit string }{
 	{"stalled", "Stalled cycles", "% of cycles"},
 	{"occupancy", "LLC occupancy", "MiB"},
 	{"bandwidth", "Memory bandwidth", "GB/s"},
+}
+
+// yTop is the top of metric m's y axis when the data reach ymax: the percentages are drawn
+// on 0..100, other metrics up to their largest value (1 when there is none).
+func yTop(m int, ymax float64) float64 {
+	if m == mIPCE || m == mStalled {
+		return 100
+	}
+	if ymax <= 0 {
+		return 1
+	}
+	return ymax
 }
 
 // sampleValues extracts the drawn metrics of one sample (NaN when unavailable).
@@ -406,7 +419,7 @@ func (d *runData) periods() []classPeriod {
 		k := key{a.Socket, a.CLOS}
 		t := a.T.Seconds()
 		if p, ok := open[k]; ok {
-			if p.mask == a.Mask && sameFloat(p.mba, a.MBA) && equalInts(p.members, a.Members) {
+			if p.mask == a.Mask && sameFloat(p.mba, a.MBA) && slices.Equal(p.members, a.Members) {
 				continue
 			}
 			p.t1 = t
@@ -442,15 +455,3 @@ func (d *runData) periods() []classPeriod {
 }
 
 func sameFloat(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

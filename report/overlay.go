@@ -152,12 +152,7 @@ func (p *page) overlay(rs []*runData, m int, tMax float64) {
 		fmt.Fprintf(&p.body, `<p class="note unavailable" data-unavailable="%s">%s: %s</p>`, info.key, info.title, strings.Join(missing, " "))
 		return
 	}
-	if m == mIPCE || m == mStalled {
-		ymax = 100
-	}
-	if ymax <= 0 {
-		ymax = 1
-	}
+	ymax = yTop(m, ymax)
 	const h = 260
 	var sb strings.Builder
 	f := newFrame(&sb, h, 0, tMax, 0, ymax*1.02, true, info.unit)

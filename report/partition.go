@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"colo/cbm"
 	"colo/store"
 )
 
@@ -261,15 +262,7 @@ func (p *page) waysCharts(parts []store.PartitionResult, names []string) {
 				y := top + lane*float64(ai)
 				col := color(appIdx[a.App])
 				first := true
-				for b := 0; b < 64; {
-					if a.Mask&(1<<uint(b)) == 0 {
-						b++
-						continue
-					}
-					e := b
-					for e < 64 && a.Mask&(1<<uint(e)) != 0 {
-						e++
-					}
+				for b, e := range cbm.Mask(a.Mask).Runs() {
 					x0, x1 := f.x.at(float64(b)), f.x.at(float64(e))
 					fmt.Fprintf(&sb, `<rect class="ways" data-policy="%s" data-app="%s" data-mask="%#x" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s / %s: %s, %d ways (mask %#x), slowdown %.3f</title></rect>`,
 						esc(n), esc(a.App), a.Mask, f1(x0+0.5), f1(y+1), f1(x1-x0-1), f1(lane-2), col, esc(wl), esc(n), esc(a.App), a.Ways, a.Mask, a.Slowdown)
@@ -278,7 +271,6 @@ func (p *page) waysCharts(parts []store.PartitionResult, names []string) {
 					}
 					first = false
 					blocks++
-					b = e
 				}
 			}
 		}

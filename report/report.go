@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"colo/cbm"
 	"colo/store"
 )
 
@@ -408,12 +409,7 @@ func (p *page) seriesChart(r *runData, m int) {
 			}
 		}
 	}
-	if m == mIPCE || m == mStalled {
-		ymax = 100
-	}
-	if ymax <= 0 {
-		ymax = 1
-	}
+	ymax = yTop(m, ymax)
 	const h = 250
 	var sb strings.Builder
 	f := newFrame(&sb, h, 0, r.tMax, 0, ymax*1.02, true, info.unit)
@@ -545,21 +541,12 @@ func (p *page) allocationPanel(r *runData) {
 				fill, cls = "var(--default)", "cbm default"
 			}
 			// One rect per run of contiguous set bits.
-			for b := 0; b < 64; {
-				if q.mask&(1<<uint(b)) == 0 {
-					b++
-					continue
-				}
-				e := b
-				for e < 64 && q.mask&(1<<uint(e)) != 0 {
-					e++
-				}
+			for b, e := range cbm.Mask(q.mask).Runs() {
 				y0, y1 := f.y.at(float64(e)), f.y.at(float64(b))
 				fmt.Fprintf(&sb, `<rect class="%s" data-socket="%d" data-clos="%s" data-mask="%#x" data-t0="%g" data-t1="%g" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s (class %s): mask %#x (%d ways), MBA %s %%, %s–%s</title></rect>`,
 					cls, s, esc(q.clos), q.mask, q.t0, q.t1, f1(x0), f1(y0), f1(math.Max(x1-x0, 0.5)), f1(y1-y0), fill,
 					esc(r.className(q.clos, q.members)), esc(q.clos), q.mask, bits.OnesCount64(q.mask), pct(q.mba), fmtTime(q.t0, true), fmtTime(q.t1, true))
 				n++
-				b = e
 			}
 		}
 		legend := " " + r.classLegend(periods, s, names, classes)

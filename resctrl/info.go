@@ -98,48 +98,46 @@ func ParseResourceInfo(name string, files map[string]string) (ResourceInfo, erro
 		*dst = v
 		return nil
 	}
-	if err := num("num_closids", &r.NumCLOSIDs); err != nil {
-		return r, err
+	type field[T any] struct {
+		file string
+		dst  *T
 	}
+	var sparse, delayLinear int
+	nums := []field[int]{{"num_closids", &r.NumCLOSIDs}}
+	var masks []field[uint64]
 	if r.Cache {
-		if err := hex("cbm_mask", &r.CBMMask); err != nil {
+		nums = append(nums, field[int]{"min_cbm_bits", &r.MinCBMBits}, field[int]{"sparse_masks", &sparse})
+		masks = []field[uint64]{{"cbm_mask", &r.CBMMask}, {"shareable_bits", &r.ShareableBits}}
+	} else {
+		nums = append(nums, field[int]{"min_bandwidth", &r.MinBandwidth}, field[int]{"bandwidth_gran", &r.BandwidthGran},
+			field[int]{"delay_linear", &delayLinear})
+	}
+	for _, f := range nums {
+		if err := num(f.file, f.dst); err != nil {
 			return r, err
 		}
-		if r.CBMMask != 0 && r.CBMMask&(r.CBMMask+1) != 0 {
-			return r, fmt.Errorf("info/%s/cbm_mask %x is not a contiguous mask from bit 0", name, r.CBMMask)
-		}
-		r.CBMLen = bits.Len64(r.CBMMask)
-		if err := num("min_cbm_bits", &r.MinCBMBits); err != nil {
+	}
+	for _, f := range masks {
+		if err := hex(f.file, f.dst); err != nil {
 			return r, err
 		}
-		if err := hex("shareable_bits", &r.ShareableBits); err != nil {
-			return r, err
-		}
-		sp := 0
-		if err := num("sparse_masks", &sp); err != nil {
-			return r, err
-		}
-		r.SparseMasks = sp == 1
-		if bu, ok := files["bit_usage"]; ok {
-			r.BitUsage = strings.TrimSpace(bu)
-			if _, err := ParseBitUsage(r.BitUsage); err != nil {
-				return r, fmt.Errorf("info/%s/bit_usage: %w", name, err)
-			}
-		}
+	}
+	if !r.Cache {
+		r.DelayLinear = delayLinear == 1
+		r.ThrottleMode = strings.TrimSpace(files["thread_throttle_mode"])
 		return r, nil
 	}
-	if err := num("min_bandwidth", &r.MinBandwidth); err != nil {
-		return r, err
+	if r.CBMMask != 0 && r.CBMMask&(r.CBMMask+1) != 0 {
+		return r, fmt.Errorf("info/%s/cbm_mask %x is not a contiguous mask from bit 0", name, r.CBMMask)
 	}
-	if err := num("bandwidth_gran", &r.BandwidthGran); err != nil {
-		return r, err
+	r.CBMLen = bits.Len64(r.CBMMask)
+	r.SparseMasks = sparse == 1
+	if bu, ok := files["bit_usage"]; ok {
+		r.BitUsage = strings.TrimSpace(bu)
+		if _, err := ParseBitUsage(r.BitUsage); err != nil {
+			return r, fmt.Errorf("info/%s/bit_usage: %w", name, err)
+		}
 	}
-	dl := 0
-	if err := num("delay_linear", &dl); err != nil {
-		return r, err
-	}
-	r.DelayLinear = dl == 1
-	r.ThrottleMode = strings.TrimSpace(files["thread_throttle_mode"])
 	return r, nil
 }
 

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
 	"time"
 )
@@ -13,14 +12,6 @@ const CFSPeriod = 100 * time.Millisecond
 // MinCFSQuota is the smallest quota the kernel accepts (1 ms, sched-bwc.rst; Docker
 // refuses less too).
 const MinCFSQuota = time.Millisecond
-
-// QuotaSetter is implemented by runtimes that can limit a running workload's CPU time
-// with CFS bandwidth control (cgroup v1 cpu.cfs_quota_us/cpu.cfs_period_us, v2 cpu.max).
-type QuotaSetter interface {
-	// SetCPUQuota lets workload id run quota of CPU time per period, summed over its
-	// CPUs; quota 0 removes the limit.
-	SetCPUQuota(ctx context.Context, id string, quota, period time.Duration) error
-}
 
 // CFSQuota is the CFS bandwidth quota that lets a workload on ncpus CPUs run fraction
 // of their time:

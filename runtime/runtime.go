@@ -178,6 +178,10 @@ type Runtime interface {
 	Stats(ctx context.Context, id string) (Stats, error)
 	// SetCpuset re-pins a running workload to cpus (cpuset list syntax).
 	SetCpuset(ctx context.Context, id string, cpus string) error
+	// SetCPUQuota lets a running workload run quota of CPU time per period, summed over
+	// its CPUs, with CFS bandwidth control (cgroup v1 cpu.cfs_quota_us and
+	// cpu.cfs_period_us, v2 cpu.max; CFSQuota computes it); quota 0 removes the limit.
+	SetCPUQuota(ctx context.Context, id string, quota, period time.Duration) error
 	Close() error
 }
 

@@ -52,8 +52,7 @@ type Accountant struct {
 type socketState struct {
 	allocated uint64
 	mbaUsed   int
-	maxGroups int    // 0: no limit (Limit)
-	foreign   uint64 // ways other agents' groups claim (Limit)
+	clos      CLOSBudget // control groups and foreign ways the platform leaves (Limit)
 }
 
 // NewAccountant makes an accountant for sockets × totalWays with the given reserve.
@@ -89,32 +88,29 @@ func (a *Accountant) MBABudget() int { return 100 - a.reserveMBA }
 // FreeMask is the allocatable ways of socket s not held by any group nor claimed by
 // another agent (Limit).
 func (a *Accountant) FreeMask(s int) uint64 {
-	return a.AllocatableMask() &^ a.sockets[s].allocated &^ a.sockets[s].foreign
+	return a.AllocatableMask() &^ a.sockets[s].allocated &^ a.sockets[s].clos.Foreign
 }
 
-// Limit records what the platform's resctrl mount leaves on socket s (the platform's
-// sched.CLOSBudget): at most groups exclusive allocations (each needs a control group
-// of its own, CLOSIDs being few; 0: no limit) and the ways other agents' groups claim,
+// Limit records what the platform's resctrl mount leaves on socket s (its CLOSBudget):
+// at most b.Groups exclusive allocations when the budget is known (each needs a control
+// group of its own, CLOSIDs being few; b.Allows) and the ways other agents' groups claim,
 // which are never free. Groups already held are kept.
-func (a *Accountant) Limit(s, groups int, foreign uint64) {
+func (a *Accountant) Limit(s int, b CLOSBudget) {
 	if s < 0 || s >= len(a.sockets) {
 		return
 	}
-	a.sockets[s].maxGroups, a.sockets[s].foreign = groups, foreign
+	a.sockets[s].clos = b
 }
 
 // groupsLeft says whether socket s can take one more group.
 func (a *Accountant) groupsLeft(s int) bool {
-	if a.sockets[s].maxGroups <= 0 {
-		return true
-	}
 	n := 0
 	for _, g := range a.groups {
 		if g.Socket == s {
 			n++
 		}
 	}
-	return n < a.sockets[s].maxGroups
+	return a.sockets[s].clos.Allows(n + 1)
 }
 
 // AllocatedMask is the union of the groups' ways on socket s.
@@ -179,7 +175,7 @@ func (a *Accountant) Allocate(name string, s, ways, mba int) (Group, error) {
 		return Group{}, fmt.Errorf("accountant: %q asks for %d%% MBA on socket %d, %d%% uncommitted", name, mba, s, a.FreeMBA(s))
 	}
 	if !a.groupsLeft(s) {
-		return Group{}, fmt.Errorf("accountant: socket %d holds %d groups, every control group (CLOSID) the platform leaves", s, a.sockets[s].maxGroups)
+		return Group{}, fmt.Errorf("accountant: socket %d holds %d groups, every control group (CLOSID) the platform leaves", s, a.sockets[s].clos.Groups)
 	}
 	fit, ok := cbm.BestFit(cbm.Mask(a.FreeMask(s)), a.totalWays, ways)
 	m := uint64(fit)
@@ -233,7 +229,7 @@ func (a *Accountant) Release(name string) {
 func (a *Accountant) Consolidate(s int) []Move {
 	var moves []Move
 	next := 0
-	foreign := a.sockets[s].foreign
+	foreign := a.sockets[s].clos.Foreign
 	for _, g := range a.Groups(s) {
 		w := bits.OnesCount64(g.Mask)
 		to := uint64(cbm.Run(next, w))

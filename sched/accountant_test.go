@@ -171,7 +171,7 @@ func TestAccountantCLOSBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Limit(0, 2, 0x3)
+	a.Limit(0, GroupBudget(2, 0x3))
 	if a.FreeMask(0) != 0x7fc || a.FreeMask(1) != 0x7ff {
 		t.Fatalf("free masks %#x %#x", a.FreeMask(0), a.FreeMask(1))
 	}

@@ -153,7 +153,7 @@ func (d *Dynamic) Tick(obs *Observation) Decisions {
 	}
 	d.now = obs.Now
 	for s, b := range obs.CLOS {
-		d.acct.Limit(s, b.Groups, b.Foreign)
+		d.acct.Limit(s, b)
 	}
 	if d.cfg.RDT && !d.probes() && !d.noProbeSaid {
 		d.noProbeSaid = true

@@ -108,9 +108,36 @@ type Observation struct {
 // control groups with a job there (the usable CLOSIDs less system/default's and other
 // agents' groups'; jobs asking for identical values share one), and Foreign, the ways
 // other agents claim.
+//
+// The zero value is an unknown budget: no limit on groups (a platform that cannot tell;
+// Observation.CLOS nil means the same on every socket). A known budget says so in
+// Limited, and then Groups is a limit, 0 included (other agents hold every CLOSID): the
+// accountant and the controllers ask Allows, never Groups alone.
 type CLOSBudget struct {
+	Limited bool
 	Groups  int
 	Foreign uint64
+}
+
+// GroupBudget is a known budget of groups control groups (a negative count is 0) with
+// the ways other agents claim.
+func GroupBudget(groups int, foreign uint64) CLOSBudget {
+	return CLOSBudget{Limited: true, Groups: max(groups, 0), Foreign: foreign}
+}
+
+// Allows reports whether n control groups fit the budget (always, when it is unknown).
+func (b CLOSBudget) Allows(n int) bool { return !b.Limited || n <= b.Groups }
+
+// String is "N groups" or "unlimited groups", with the foreign ways when there are any.
+func (b CLOSBudget) String() string {
+	s := "unlimited groups"
+	if b.Limited {
+		s = fmt.Sprintf("%d groups", b.Groups)
+	}
+	if b.Foreign != 0 {
+		s += fmt.Sprintf(", foreign ways %#x", b.Foreign)
+	}
+	return s
 }
 
 // ProbeResult is a finished allocation probe of one job (see package probe).

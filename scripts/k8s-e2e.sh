@@ -4,11 +4,14 @@
 #           of the extender, against a real kube-apiserver with the NodeInterference CRD;
 #   tier 2: the kwok experiment: the same seeded trace of SPEC CPU2017 tenants placed on
 #           kwok nodes by the stock kube-scheduler and by colo's profile;
-#   tier 3: a real node (containerd + NRI + runc + kubelet): not built yet, reported as
-#           such (real_node_ok false with the reason).
+#   tier 3: a real node: containerd (NRI) + runc + a kubelet registered to a throw-away
+#           control plane with kube-controller-manager and colo-kube-scheduler; colo agent
+#           --runtime nri on the resctrl emulator (FUSE); Deployments with colo.io/class
+#           annotations get their resctrl groups (k8s/apitest TestRealNode; needs root,
+#           dockerd, FUSE and scripts/build-containerd.sh's binaries).
 # Builds or reuses the cached Kubernetes binaries (scripts/k8s-build.sh). Progress goes to
-# stderr; the last line of stdout is ONE JSON object. Exit 0 only when tiers 1 and 2 pass
-# and colo beats the default scheduler on P90 predicted slowdown and priority tenants
+# stderr; the last line of stdout is ONE JSON object. Exit 0 only when the three tiers
+# pass and colo beats the default scheduler on P90 predicted slowdown and priority tenants
 # over target, placing as many pods.
 #   K8S_E2E_NODES (120), K8S_E2E_PODS (300), K8S_E2E_SEED (42)
 set -euo pipefail
@@ -29,7 +32,7 @@ build_s=$(( $(date +%s) - t0 ))
 
 log "tier 1: API-level tests (plugin in kube-scheduler, extender)"
 api_ok=false
-if (cd k8s && COLO_KUBE_SCHEDULER="$work/colo-kube-scheduler" CI=true go test -count=1 -v ./apitest) > "$work/tier1.log" 2>&1; then
+if (cd k8s && COLO_KUBE_SCHEDULER="$work/colo-kube-scheduler" CI=true go test -count=1 -v -skip TestRealNode ./apitest) > "$work/tier1.log" 2>&1; then
   api_ok=true
 fi
 grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' "$work/tier1.log" >&2 || true
@@ -43,14 +46,26 @@ else
   log "kwok experiment failed"
 fi
 
-log "tier 3: real node"
-real_note="not attempted (time): containerd v2+runc+crictl (scripts/build-containerd.sh), kubelet (cached) and colo agent --runtime nri exist; the kubelet configuration for this host and its start-up in testcluster are missing (docs/kubernetes.md, Limits)"
+log "tier 3: real node (containerd + NRI + runc + kubelet, colo agent on the resctrl emulator)"
+real_ok=false
+t3=$(date +%s)
+if (cd k8s && COLO_KUBE_SCHEDULER="$work/colo-kube-scheduler" CI=true go test -count=1 -v -timeout 20m -run TestRealNode ./apitest) > "$work/tier3.log" 2>&1; then
+  real_ok=true
+  real_note="Deployments db (priority, 2 pods) and etl (batch) scheduled by colo-kube-scheduler, run by the kubelet on containerd, given their resctrl groups by colo agent --runtime nri, published as NodeInterference, released on scale-down"
+else
+  # the first failure line, as JSON-safe text
+  real_note=$(grep -m1 -E '_test\.go:[0-9]+:|panic:|FAIL' "$work/tier3.log" | tr -d '"\\' | tr '\t' ' ' | cut -c1-300)
+  real_note="failed: ${real_note:-see the log}"
+fi
+grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+\S+_test.go)' "$work/tier3.log" >&2 || true
+[[ "$real_ok" == true ]] || tail -40 "$work/tier3.log" >&2
+real_s=$(( $(date +%s) - t3 ))
 
 total_s=$(( $(date +%s) - t0 ))
-extra="\"api_tests_ok\":$api_ok,\"real_node_ok\":false,\"real_node\":\"$real_note\",\"build_seconds\":$build_s,\"total_seconds\":$total_s"
+extra="\"api_tests_ok\":$api_ok,\"real_node_ok\":$real_ok,\"real_node\":\"$real_note\",\"real_node_seconds\":$real_s,\"build_seconds\":$build_s,\"total_seconds\":$total_s"
 if [[ "$exp" == "{}" ]]; then
   echo "{$extra}"
 else
   echo "${exp%\}},$extra}"
 fi
-[[ "$api_ok" == true ]] && [[ "$exp" == *'"colo_beats_default":true'* ]] && [[ "$exp" == *'"colo_matches_sim":true'* ]] && [[ "$exp" == *'"colo_deterministic":true'* ]]
+[[ "$api_ok" == true ]] && [[ "$real_ok" == true ]] && [[ "$exp" == *'"colo_beats_default":true'* ]] && [[ "$exp" == *'"colo_matches_sim":true'* ]] && [[ "$exp" == *'"colo_deterministic":true'* ]]

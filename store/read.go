@@ -14,27 +14,47 @@ import (
 
 // Runs lists the scheduler runs in the directory, in creation order.
 func (s *Store) Runs() ([]Run, error) {
+	return query(s, "SELECT run_id, scheduler, trace, start_unix_ns, complete FROM runs ORDER BY run_id",
+		func(rows *sql.Rows) (r Run, err error) {
+			var ns int64
+			var c int
+			err = rows.Scan(&r.ID, &r.Scheduler, &r.Trace, &ns, &c)
+			r.Start, r.Complete = time.Unix(0, ns).UTC(), c != 0
+			return r, err
+		})
+}
+
+// each runs the query q and calls row for every result row; nothing on a directory
+// without a database.
+func (s *Store) each(q string, row func(*sql.Rows) error, args ...any) error {
 	if s.db == nil {
-		return nil, nil
+		return nil
 	}
-	rows, err := s.db.Query("SELECT run_id, scheduler, trace, start_unix_ns, complete FROM runs ORDER BY run_id")
+	rows, err := s.db.Query(q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// query runs the query q and returns one value per result row, read by scan.
+func query[T any](s *Store, q string, scan func(*sql.Rows) (T, error), args ...any) ([]T, error) {
+	var out []T
+	err := s.each(q, func(rows *sql.Rows) error {
+		x, err := scan(rows)
+		out = append(out, x)
+		return err
+	}, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		var r Run
-		var ns int64
-		var c int
-		if err := rows.Scan(&r.ID, &r.Scheduler, &r.Trace, &ns, &c); err != nil {
-			return nil, err
-		}
-		r.Start = time.Unix(0, ns).UTC()
-		r.Complete = c != 0
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func fv(n sql.NullFloat64) float64 {
@@ -53,46 +73,26 @@ func dv(n sql.NullInt64) time.Duration {
 
 // Jobs returns the jobs of run id ordered by job_id.
 func (s *Store) Jobs(id int64) ([]Job, error) {
-	if s.db == nil {
-		return nil, nil
-	}
-	rows, err := s.db.Query(`SELECT job_id,name,kind,model,priority,ipce_target,cores,core_list,socket,
-		arrival_ns,start_ns,stop_ns,state,reason FROM jobs WHERE run_id=? ORDER BY job_id`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Job
-	for rows.Next() {
-		var j Job
-		var prio int
-		var tgt sql.NullFloat64
-		var arr int64
-		var st, sp sql.NullInt64
-		if err := rows.Scan(&j.ID, &j.Name, &j.Kind, &j.Model, &prio, &tgt, &j.Cores, &j.CoreList, &j.Socket,
-			&arr, &st, &sp, &j.State, &j.Reason); err != nil {
-			return nil, err
-		}
-		j.Priority, j.IPCETarget, j.Arrival, j.Start, j.Stop = prio != 0, fv(tgt), time.Duration(arr), dv(st), dv(sp)
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return query(s, `SELECT job_id,name,kind,model,priority,ipce_target,cores,core_list,socket,
+		arrival_ns,start_ns,stop_ns,state,reason FROM jobs WHERE run_id=? ORDER BY job_id`,
+		func(rows *sql.Rows) (j Job, err error) {
+			var prio int
+			var tgt sql.NullFloat64
+			var arr int64
+			var st, sp sql.NullInt64
+			err = rows.Scan(&j.ID, &j.Name, &j.Kind, &j.Model, &prio, &tgt, &j.Cores, &j.CoreList, &j.Socket,
+				&arr, &st, &sp, &j.State, &j.Reason)
+			j.Priority, j.IPCETarget, j.Arrival, j.Start, j.Stop = prio != 0, fv(tgt), time.Duration(arr), dv(st), dv(sp)
+			return j, err
+		}, id)
 }
 
 // EachSample calls fn for every sample of run id in the order written.
 func (s *Store) EachSample(id int64, fn func(Sample) error) error {
-	if s.db == nil {
-		return nil
-	}
-	rows, err := s.db.Query(`SELECT job_id,t_ns,interval_ns,socket,instructions,cycles,stalls_total,stalls_l3_miss,
-		llc_refs,llc_misses,llc_occupancy_bytes,mem_bytes_local,mem_bytes_total,ipc,ipce,stalled
-		FROM samples WHERE run_id=? ORDER BY rowid`, id)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
 	var v [12]sql.NullFloat64
-	for rows.Next() {
+	return s.each(`SELECT job_id,t_ns,interval_ns,socket,instructions,cycles,stalls_total,stalls_l3_miss,
+		llc_refs,llc_misses,llc_occupancy_bytes,mem_bytes_local,mem_bytes_total,ipc,ipce,stalled
+		FROM samples WHERE run_id=? ORDER BY rowid`, func(rows *sql.Rows) error {
 		var x Sample
 		var t, iv int64
 		if err := rows.Scan(&x.Job, &t, &iv, &x.Socket, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
@@ -103,11 +103,8 @@ func (s *Store) EachSample(id int64, fn func(Sample) error) error {
 		x.Instructions, x.Cycles, x.StallsTotal, x.StallsL3Miss = fv(v[0]), fv(v[1]), fv(v[2]), fv(v[3])
 		x.LLCRefs, x.LLCMisses, x.OccupancyBytes, x.MemBytesLocal = fv(v[4]), fv(v[5]), fv(v[6]), fv(v[7])
 		x.MemBytesTotal, x.IPC, x.IPCE, x.Stalled = fv(v[8]), fv(v[9]), fv(v[10]), fv(v[11])
-		if err := fn(x); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+		return fn(x)
+	}, id)
 }
 
 // Samples returns every sample of run id in the order written.
@@ -129,129 +126,80 @@ func (s *Store) SampleCount(id int64) (int64, error) {
 
 // Allocations returns the allocation changes of run id in the order written.
 func (s *Store) Allocations(id int64) ([]Allocation, error) {
-	if s.db == nil {
-		return nil, nil
-	}
-	rows, err := s.db.Query(`SELECT t_ns,socket,clos,mask,mba,members,source FROM allocations WHERE run_id=? ORDER BY rowid`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Allocation
-	for rows.Next() {
-		var a Allocation
-		var t, mask int64
-		var mba sql.NullFloat64
-		var mem string
-		if err := rows.Scan(&t, &a.Socket, &a.CLOS, &mask, &mba, &mem, &a.Source); err != nil {
-			return nil, err
-		}
-		a.T, a.Mask, a.MBA = time.Duration(t), uint64(mask), fv(mba)
-		if a.Members, err = splitInts(mem); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return query(s, `SELECT t_ns,socket,clos,mask,mba,members,source FROM allocations WHERE run_id=? ORDER BY rowid`,
+		func(rows *sql.Rows) (a Allocation, err error) {
+			var t, mask int64
+			var mba sql.NullFloat64
+			var mem string
+			if err := rows.Scan(&t, &a.Socket, &a.CLOS, &mask, &mba, &mem, &a.Source); err != nil {
+				return a, err
+			}
+			a.T, a.Mask, a.MBA = time.Duration(t), uint64(mask), fv(mba)
+			a.Members, err = splitInts(mem)
+			return a, err
+		}, id)
 }
 
 // Events returns the decisions and markers of run id in the order written.
 func (s *Store) Events(id int64) ([]Event, error) {
-	if s.db == nil {
-		return nil, nil
-	}
-	rows, err := s.db.Query(`SELECT t_ns,kind,job_id,text FROM events WHERE run_id=? ORDER BY rowid`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		var e Event
-		var t int64
-		if err := rows.Scan(&t, &e.Kind, &e.Job, &e.Text); err != nil {
-			return nil, err
-		}
-		e.T = time.Duration(t)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return query(s, `SELECT t_ns,kind,job_id,text FROM events WHERE run_id=? ORDER BY rowid`,
+		func(rows *sql.Rows) (e Event, err error) {
+			var t int64
+			err = rows.Scan(&t, &e.Kind, &e.Job, &e.Text)
+			e.T = time.Duration(t)
+			return e, err
+		}, id)
 }
 
 // Probes returns the probe segments of run id in the order written.
 func (s *Store) Probes(id int64) ([]ProbeSegment, error) {
-	if s.db == nil {
-		return nil, nil
-	}
-	rows, err := s.db.Query(`SELECT job_id,t_start_ns,t_end_ns,kind,socket,ways,mask,mba,ipc,ipce,result
-		FROM probes WHERE run_id=? ORDER BY rowid`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ProbeSegment
-	for rows.Next() {
-		var p ProbeSegment
+	return query(s, `SELECT job_id,t_start_ns,t_end_ns,kind,socket,ways,mask,mba,ipc,ipce,result
+		FROM probes WHERE run_id=? ORDER BY rowid`, func(rows *sql.Rows) (p ProbeSegment, err error) {
 		var t0, t1, mask int64
 		var mba, ipc, ipce sql.NullFloat64
-		if err := rows.Scan(&p.Job, &t0, &t1, &p.Kind, &p.Socket, &p.Ways, &mask, &mba, &ipc, &ipce, &p.Result); err != nil {
-			return nil, err
-		}
+		err = rows.Scan(&p.Job, &t0, &t1, &p.Kind, &p.Socket, &p.Ways, &mask, &mba, &ipc, &ipce, &p.Result)
 		p.Start, p.End, p.Mask, p.MBA, p.IPC, p.IPCE = time.Duration(t0), time.Duration(t1), uint64(mask), fv(mba), fv(ipc), fv(ipce)
-		out = append(out, p)
-	}
-	return out, rows.Err()
+		return p, err
+	}, id)
 }
 
 // Partitions returns the partitioning results of run id ordered by workload then policy,
 // each with its applications in the order written.
 func (s *Store) Partitions(id int64) ([]PartitionResult, error) {
-	if s.db == nil {
-		return nil, nil
-	}
-	rows, err := s.db.Query(`SELECT workload,policy,stp,antt,unfairness,jain FROM partitions WHERE run_id=? ORDER BY workload,policy`, id)
+	out, err := query(s, `SELECT workload,policy,stp,antt,unfairness,jain FROM partitions WHERE run_id=? ORDER BY workload,policy`,
+		func(rows *sql.Rows) (p PartitionResult, err error) {
+			var a, b, c, d sql.NullFloat64
+			err = rows.Scan(&p.Workload, &p.Policy, &a, &b, &c, &d)
+			p.STP, p.ANTT, p.Unfairness, p.Jain = fv(a), fv(b), fv(c), fv(d)
+			p.Apps = []PartitionApp{}
+			return p, err
+		}, id)
 	if err != nil {
-		return nil, err
-	}
-	var out []PartitionResult
-	for rows.Next() {
-		var p PartitionResult
-		var a, b, c, d sql.NullFloat64
-		if err := rows.Scan(&p.Workload, &p.Policy, &a, &b, &c, &d); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		p.STP, p.ANTT, p.Unfairness, p.Jain = fv(a), fv(b), fv(c), fv(d)
-		p.Apps = []PartitionApp{}
-		out = append(out, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	idx := map[[2]string]int{}
 	for i, p := range out {
 		idx[[2]string{p.Workload, p.Policy}] = i
 	}
-	arows, err := s.db.Query(`SELECT workload,policy,app,cluster,ways,mask,ipc_alone,ipc,slowdown FROM partition_apps WHERE run_id=? ORDER BY rowid`, id)
+	err = s.each(`SELECT workload,policy,app,cluster,ways,mask,ipc_alone,ipc,slowdown FROM partition_apps WHERE run_id=? ORDER BY rowid`,
+		func(rows *sql.Rows) error {
+			var wl, pol string
+			var a PartitionApp
+			var mask int64
+			var x, y, z sql.NullFloat64
+			if err := rows.Scan(&wl, &pol, &a.App, &a.Cluster, &a.Ways, &mask, &x, &y, &z); err != nil {
+				return err
+			}
+			a.Mask, a.IPCAlone, a.IPC, a.Slowdown = uint64(mask), fv(x), fv(y), fv(z)
+			if i, ok := idx[[2]string{wl, pol}]; ok {
+				out[i].Apps = append(out[i].Apps, a)
+			}
+			return nil
+		}, id)
 	if err != nil {
 		return nil, err
 	}
-	defer arows.Close()
-	for arows.Next() {
-		var wl, pol string
-		var a PartitionApp
-		var mask int64
-		var x, y, z sql.NullFloat64
-		if err := arows.Scan(&wl, &pol, &a.App, &a.Cluster, &a.Ways, &mask, &x, &y, &z); err != nil {
-			return nil, err
-		}
-		a.Mask, a.IPCAlone, a.IPC, a.Slowdown = uint64(mask), fv(x), fv(y), fv(z)
-		if i, ok := idx[[2]string{wl, pol}]; ok {
-			out[i].Apps = append(out[i].Apps, a)
-		}
-	}
-	return out, arows.Err()
+	return out, nil
 }
 
 // Summary returns the summary of run id; ok is false when the run never finished.

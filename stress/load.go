@@ -162,43 +162,24 @@ func New(cfg Config) (*Load, error) {
 		// The SoI mixes bytes copied and random accesses, so its unit is the step: one
 		// 1 MiB streaming block or 65 536 random accesses.
 		l.Unit = "steps"
-		for i := 0; i < st; i++ {
-			w, t, err := newStream(per(bytes/2, st))
-			if err != nil {
-				return nil, err
-			}
-			add(stepCount{w}, t)
+		steps := func(w worker, touched int64) { add(stepCount{w}, touched) }
+		if err := spawn(st, func(int) (*streamWorker, int64, error) { return newStream(per(bytes/2, st)) }, steps); err != nil {
+			return nil, err
 		}
-		for i := 0; i < rt; i++ {
-			w, t, err := newRandom(per(bytes-bytes/2, rt), seed(i))
-			if err != nil {
-				return nil, err
-			}
-			add(stepCount{w}, t)
+		if err := spawn(rt, func(i int) (*randomWorker, int64, error) { return newRandom(per(bytes-bytes/2, rt), seed(i)) }, steps); err != nil {
+			return nil, err
 		}
 	case KindStream:
-		for i := 0; i < cfg.Workers; i++ {
-			w, t, err := newStream(per(bytes, cfg.Workers))
-			if err != nil {
-				return nil, err
-			}
-			add(w, t)
+		if err := spawn(cfg.Workers, func(int) (*streamWorker, int64, error) { return newStream(per(bytes, cfg.Workers)) }, add); err != nil {
+			return nil, err
 		}
 	case KindRandom:
-		for i := 0; i < cfg.Workers; i++ {
-			w, t, err := newRandom(per(bytes, cfg.Workers), seed(i))
-			if err != nil {
-				return nil, err
-			}
-			add(w, t)
+		if err := spawn(cfg.Workers, func(i int) (*randomWorker, int64, error) { return newRandom(per(bytes, cfg.Workers), seed(i)) }, add); err != nil {
+			return nil, err
 		}
 	case KindHybrid:
-		for i := 0; i < cfg.Workers; i++ {
-			w, t, err := newHybrid(per(bytes, cfg.Workers))
-			if err != nil {
-				return nil, err
-			}
-			add(w, t)
+		if err := spawn(cfg.Workers, func(int) (*hybridWorker, int64, error) { return newHybrid(per(bytes, cfg.Workers)) }, add); err != nil {
+			return nil, err
 		}
 	case KindCompute:
 		for i := 0; i < cfg.Workers; i++ {
@@ -258,6 +239,19 @@ const (
 	hybridBlock = 20 * 2000
 	computeIter = 1 << 20
 )
+
+// spawn makes n workers with mk (i: the worker's index) and adds each with the bytes it
+// touches.
+func spawn[W worker](n int, mk func(i int) (W, int64, error), add func(w worker, touched int64)) error {
+	for i := 0; i < n; i++ {
+		w, t, err := mk(i)
+		if err != nil {
+			return err
+		}
+		add(w, t)
+	}
+	return nil
+}
 
 // stepCount counts steps instead of the wrapped worker's unit.
 type stepCount struct{ w worker }

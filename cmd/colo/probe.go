@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"colo/machine"
+	plat "colo/platform"
+	simplatform "colo/platform/sim"
 	"colo/probe"
 	"colo/probe/dockerprobe"
 	"colo/probe/simprobe"
@@ -17,21 +19,12 @@ import (
 	"colo/sim"
 )
 
-// probeOutput is what `colo probe sensitivity` prints: ς per stressor on Metric.
+// probeOutput is what `colo probe sensitivity` prints: ς per stressor on Report.Metric.
 type probeOutput struct {
-	Platform    string       `json:"platform"`
-	Target      string       `json:"target"`
-	Metric      string       `json:"metric"`
-	Why         string       `json:"why"`
-	Isolation   string       `json:"isolation"`
-	Segment     string       `json:"segment"`
-	Sensitivity probe.Vector `json:"sensitivity"`
-	Base        float64      `json:"base"`
-	Stressed    []float64    `json:"stressed"`
-	Samples     []int        `json:"samples"`
-	Unit        string       `json:"unit,omitempty"`
-	// CPUShare (linux, cpu_rate) per segment: the fraction of wall time the target ran.
-	CPUShare []float64 `json:"cpu_share,omitempty"`
+	Platform string `json:"platform"`
+	Target   string `json:"target"`
+	Segment  string `json:"segment"`
+	probe.Report
 	// Detail is the full result (sim: IPC, IPCE and stalled-cycle vectors; linux: the
 	// Docker probe's result).
 	Detail any `json:"detail"`
@@ -87,33 +80,15 @@ without it there is no isolation.`,
 				if err != nil {
 					return badInput(fmt.Errorf("--machine: %w", err))
 				}
-				w, err := sim.ParseWorkload(target, 1, nil)
-				if err != nil {
+				if _, err := simplatform.Workload(plat.Job{Workload: target}); err != nil {
 					return badInput(fmt.Errorf("--target %q: %w", target, err))
 				}
-				m, err := sim.New(prof, sim.Options{Seed: seed, Noise: 0.01})
+				r, err := simprobe.Probe(simprobe.Options{Machine: prof, Sim: sim.Options{Seed: seed, Noise: 0.01}, Workload: target,
+					TargetCore: 0, NeighbourCores: []int{1}, Warmup: warmup}, cfg)
 				if err != nil {
 					return err
 				}
-				id, err := m.AddWorkload(w, []int{0})
-				if err != nil {
-					return err
-				}
-				m.Step(warmup)
-				r, err := simprobe.Probe(m, id, 0, []int{1}, 1, cfg)
-				if err != nil {
-					return err
-				}
-				out = probeOutput{Metric: dockerprobe.MetricIPCE, Why: "simulated counters (IPCE as in the thesis)",
-					Isolation:   "none (target and neighbour share the socket's LLC and bandwidth)",
-					Sensitivity: r.IPCE, Base: r.Base.IPCE, Samples: []int{r.Base.Samples}, Detail: r}
-				if isolated {
-					out.Isolation = fmt.Sprintf("CLOS 1: %d lowest ways, MBA %d %%", ways, mba)
-				}
-				for _, l := range r.Stressed {
-					out.Stressed = append(out.Stressed, l.IPCE)
-					out.Samples = append(out.Samples, l.Samples)
-				}
+				out = probeOutput{Report: simprobe.Report(r, cfg), Detail: r}
 			case "linux":
 				if target == "" {
 					target = "stress random --mb 8"
@@ -155,8 +130,7 @@ without it there is no isolation.`,
 				if err != nil {
 					return err
 				}
-				out = probeOutput{Metric: r.Metric, Why: r.Why, Isolation: r.Isolation, Sensitivity: r.Sensitivity,
-					Base: r.Base, Stressed: r.Stressed, Samples: r.Samples, Unit: r.Unit, CPUShare: r.CPUShare, Detail: r}
+				out = probeOutput{Report: r.Report, Detail: r}
 			default:
 				return badInputf("--platform %q: use sim or linux", platform)
 			}
@@ -192,7 +166,7 @@ func printProbe(w io.Writer, o probeOutput, asJSON bool) error {
 	fmt.Fprintf(w, "sensitivity probe on %s of %q, %s segments\n", o.Platform, o.Target, o.Segment)
 	fmt.Fprintf(w, "metric: %s (%s)\nisolation: %s\n", o.Metric, o.Why, o.Isolation)
 	unit := o.Metric
-	if o.Unit != "" && o.Metric == dockerprobe.MetricCPURate {
+	if o.Unit != "" && o.Metric == probe.MetricCPURate {
 		unit = o.Unit + " per CPU s"
 	}
 	share := func(i int) string {

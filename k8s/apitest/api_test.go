@@ -96,18 +96,24 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Fatalf("%s: not reached in 60 s (last: %s)", what, last)
 }
 
+// schedulerBin is the colo-kube-scheduler binary named by $COLO_KUBE_SCHEDULER.
+func schedulerBin() (string, error) {
+	bin := os.Getenv("COLO_KUBE_SCHEDULER")
+	if bin == "" {
+		return "", errors.New("COLO_KUBE_SCHEDULER (path of colo-kube-scheduler) not set")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", err
+	}
+	return filepath.Abs(bin)
+}
+
 // The plugin inside the real kube-scheduler: a sensitive priority pod goes to the node
 // whose published residents hurt it least, never to a node that would put it below its
 // target; a pod with an invalid annotation is still scheduled (neutral); a pod without a
 // profile is marked for profiling.
 func TestPluginInRealScheduler(t *testing.T) {
-	bin := os.Getenv("COLO_KUBE_SCHEDULER")
-	var err error
-	if bin == "" {
-		err = errors.New("COLO_KUBE_SCHEDULER (path of colo-kube-scheduler) not set")
-	} else if _, err = os.Stat(bin); err == nil {
-		bin, _ = filepath.Abs(bin)
-	}
+	bin, err := schedulerBin()
 	testenv.Need(t, "colo-kube-scheduler (scripts/k8s-e2e.sh builds it)", err)
 	c, dc, lib := cluster(t)
 	ctx := context.Background()

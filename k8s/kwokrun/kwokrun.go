@@ -52,14 +52,7 @@ profiles:
 // ColoConfig is colo's scheduler configuration: the default profile unchanged plus the
 // profile colo-scheduler, where ColoInterference filters and is the only scorer.
 func ColoConfig(seed uint64, maxAgeSeconds int) string {
-	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection: {leaderElect: false}
-clientConnection: {kubeconfig: KUBECONFIG, qps: 1000, burst: 2000}
-percentageOfNodesToScore: 100
-profiles:
-- schedulerName: default-scheduler
-- schedulerName: colo-scheduler
+	return DefaultConfig + fmt.Sprintf(`- schedulerName: colo-scheduler
   plugins:
     filter:
       enabled: [{name: ColoInterference}]

@@ -77,13 +77,23 @@ func FetchAgent(ctx context.Context, base string) (AgentStatus, error) {
 
 // ProfileOf finds a container's profile in the library: an explicit mapping (container
 // name → profile) first, then the container's name, then its image's last path element
-// without tag ("" if none matches: an unprofiled resident).
+// without tag ("" if none matches: an unprofiled resident). A container the agent found
+// through NRI in a Kubernetes pod is named namespace/pod/container: its own name (the
+// last element, the same in every replica) is tried after the full one.
 func ProfileOf(lib *placement.Library, mapping map[string]string, c AgentContainer) string {
-	if p, ok := mapping[c.Name]; ok {
-		return p
+	names := []string{c.Name}
+	if i := strings.LastIndexByte(c.Name, '/'); i >= 0 {
+		names = append(names, c.Name[i+1:])
 	}
-	if _, ok := lib.Profiles[c.Name]; ok {
-		return c.Name
+	for _, n := range names {
+		if p, ok := mapping[n]; ok {
+			return p
+		}
+	}
+	for _, n := range names {
+		if _, ok := lib.Profiles[n]; ok {
+			return n
+		}
 	}
 	img := path.Base(c.Image)
 	if i := strings.IndexAny(img, ":@"); i >= 0 {

@@ -25,6 +25,8 @@ func TestFromAgentAPI(t *testing.T) {
 			{ID: "b", Name: "619.lbm_s", Request: agent.Request{Class: agent.Batch}, State: "running", Socket: 1},
 			{ID: "c", Name: "web", Request: agent.Request{Class: agent.BestEffort}, State: "running", Socket: 1},
 			{ID: "d", Name: "later", Request: agent.Request{Class: agent.Batch}, State: "queued"},
+			// found through NRI in a Kubernetes pod: namespace/pod/container
+			{ID: "e", Name: "default/etl-7d9f8-x2kq/etl", Request: agent.Request{Class: agent.Batch}, State: "running", Socket: 1},
 		}}
 	srv := httptest.NewServer(agent.Handler(func() agent.Status { return st }, time.Hour))
 	defer srv.Close()
@@ -33,7 +35,7 @@ func TestFromAgentAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	s := FromAgent(got, lib, "n1", map[string]string{"web": "657.xz_s"}, 16, now)
+	s := FromAgent(got, lib, "n1", map[string]string{"web": "657.xz_s", "etl": "619.lbm_s"}, 16, now)
 	b, err := nodestate.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -42,10 +44,10 @@ func TestFromAgentAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Residents) != 3 {
+	if len(back.Residents) != 4 {
 		t.Fatalf("residents %+v (the queued container must not count)", back.Residents)
 	}
-	want := map[string]string{"db": "605.mcf_s", "619.lbm_s": "619.lbm_s", "web": "657.xz_s"} // image, name, mapping
+	want := map[string]string{"db": "605.mcf_s", "619.lbm_s": "619.lbm_s", "web": "657.xz_s", "default/etl-7d9f8-x2kq/etl": "619.lbm_s"} // image, name, mapping, mapping of the pod's container
 	for _, r := range back.Residents {
 		if r.Profile != want[r.Name] || len(r.Slowdown) != len(lib.Dials) || r.ScoreMB != lib.Profiles[r.Profile].ScoreMB {
 			t.Errorf("resident %+v, want profile %s", r, want[r.Name])

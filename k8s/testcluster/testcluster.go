@@ -57,6 +57,7 @@ type Cluster struct {
 	procs      []*exec.Cmd
 	names      []string
 	stopped    []bool
+	nodes      []*Node
 }
 
 func freePort() (int, error) {
@@ -69,6 +70,11 @@ func freePort() (int, error) {
 }
 
 func (c *Cluster) start(name string, bin string, args ...string) error {
+	return c.startEnv(name, bin, nil, args...)
+}
+
+// startEnv starts a component with the environment env (nil: this process's).
+func (c *Cluster) startEnv(name string, bin string, env []string, args ...string) error {
 	if !filepath.IsAbs(bin) {
 		bin = filepath.Join(BinDir(), bin)
 	}
@@ -77,6 +83,7 @@ func (c *Cluster) start(name string, bin string, args ...string) error {
 		return err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -307,6 +314,9 @@ func stop(p *exec.Cmd) {
 // Stop stops every component (last started first) and removes the directory, unless
 // COLO_K8S_KEEP is set (then it says where the logs are).
 func (c *Cluster) Stop() {
+	for i := len(c.nodes) - 1; i >= 0; i-- {
+		c.nodes[i].stop()
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		if !c.stopped[i] {
 			stop(c.procs[i])

@@ -3,10 +3,10 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
 	"strings"
 
-	"colo/bench"
+	"colo/platform"
 	"colo/resctrl"
 	"colo/resctrl/plan"
 	"colo/sched"
@@ -28,22 +28,10 @@ func (p *Platform) own(name string) bool { return strings.HasPrefix(name, p.pref
 
 // planInput reads the mount and gathers every job's wish.
 func (p *Platform) planInput() (plan.Input, error) {
-	groups, closids, rmids, err := p.rdt.PlanState(p.m, p.own)
-	if err != nil {
-		return plan.Input{}, err
-	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	in := plan.Input{Machine: p.m, CLOSIDs: closids, RMIDs: rmids, Prefix: p.prefix, Groups: groups, Placed: p.placed}
-	names := make([]string, 0, len(p.want))
-	for t := range p.want {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	for _, t := range names {
-		in.Want = append(in.Want, p.want[t])
-	}
-	return in, nil
+	placed, want := maps.Clone(p.placed), maps.Clone(p.want)
+	p.mu.Unlock()
+	return plan.Read(p.rdt, p.m, p.prefix, placed, want)
 }
 
 // replan plans every job's allocation and applies the plan; a refused job's wish falls
@@ -113,7 +101,7 @@ func (p *Platform) setWant(id int, f func(w *plan.Want)) {
 	p.want[tenant(id)] = w
 }
 
-// CLOSBudget implements bench.CLOSBudgeter: per socket, how many control groups this run
+// CLOSBudget implements platform.CLOSBudgeter: per socket, how many control groups this run
 // may hold on the mount and the ways other agents' groups claim.
 func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	if p.rdt == nil {
@@ -123,12 +111,7 @@ func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	if err != nil {
 		return nil
 	}
-	bs := plan.Budgets(in)
-	out := make([]sched.CLOSBudget, len(bs))
-	for i, b := range bs {
-		out[i] = sched.CLOSBudget{Groups: b.Groups, Foreign: b.Foreign}
-	}
-	return out
+	return platform.Budgets(plan.Budgets(in))
 }
 
 // syncTasks writes the container's threads into its resctrl groups (containers fork;
@@ -204,7 +187,7 @@ func (p *Platform) noRDT() error {
 	return errors.New("no resctrl on this host: cache and bandwidth allocation are unavailable (run with --resctrl-root DIR on an emulator mount, or on a host with RDT; colo doctor explains)")
 }
 
-// SetAllocation implements bench.Platform through the group planner: the job's threads
+// SetAllocation implements platform.AllocationApplier through the group planner: the job's threads
 // get L3 mask `mask` and MBA `mba` on every resctrl domain of `socket` (mask 0: back to
 // system/default). The group's schemata is written before any thread moves; an
 // allocation the planner refuses (no CLOSID left, ways of another agent) leaves the job
@@ -230,7 +213,7 @@ func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 	return nil
 }
 
-// SetDefaultMask implements bench.Platform. The original mask is saved first, so a
+// SetDefaultMask implements platform.AllocationApplier. The original mask is saved first, so a
 // restarted colo restores it after a crash.
 func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
 	if p.rdt == nil {
@@ -286,36 +269,36 @@ func (p *Platform) setSocket(path string, socket int, mask uint64, mba int) erro
 	return nil
 }
 
-// ReadAllocation implements bench.Platform: the job's group and its schemata on the
+// ReadAllocation implements platform.AllocationApplier: the job's group and its schemata on the
 // job's socket, read back from resctrl.
 //
 // Without resctrl every job is in system/default by construction (SetAllocation refuses),
 // so the reading is the empty default group; New recorded once that RDT is unavailable.
-func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
+func (p *Platform) ReadAllocation(id int) (platform.AllocationReading, error) {
 	j, err := p.get(id)
 	if err != nil {
-		return bench.AllocationReading{}, err
+		return platform.AllocationReading{}, err
 	}
 	if p.rdt == nil {
-		return bench.AllocationReading{}, nil
+		return platform.AllocationReading{}, nil
 	}
 	ctrl := p.placement(id).Group
 	doms, err := resctrl.SocketDomains(p.m, j.socket)
 	if err != nil {
-		return bench.AllocationReading{}, err
+		return platform.AllocationReading{}, err
 	}
 	mask, mba, err := p.rdt.ReadSchemata(ctrl, doms[0])
 	if err != nil {
-		return bench.AllocationReading{}, err
+		return platform.AllocationReading{}, err
 	}
 	for _, d := range doms[1:] { // the planner writes them all alike
 		m, b, err := p.rdt.ReadSchemata(ctrl, d)
 		if err != nil {
-			return bench.AllocationReading{}, err
+			return platform.AllocationReading{}, err
 		}
 		if m != mask || b != mba {
-			return bench.AllocationReading{}, fmt.Errorf("job %s: group %q differs across socket %d's domains: domain %d L3 %#x MB %d, domain %d L3 %#x MB %d", j.spec.Name, ctrl, j.socket, doms[0], mask, mba, d, m, b)
+			return platform.AllocationReading{}, fmt.Errorf("job %s: group %q differs across socket %d's domains: domain %d L3 %#x MB %d, domain %d L3 %#x MB %d", j.spec.Name, ctrl, j.socket, doms[0], mask, mba, d, m, b)
 		}
 	}
-	return bench.AllocationReading{Group: ctrl, Mask: mask, MBA: mba}, nil
+	return platform.AllocationReading{Group: ctrl, Mask: mask, MBA: mba}, nil
 }

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"colo/bench"
 	"colo/machine"
 	"colo/perf"
+	"colo/platform"
 	rt "colo/runtime"
 )
 
@@ -53,7 +53,7 @@ func (p *Platform) probeCounters() (noIPCE, noL2 string) {
 
 // L2MissesUnavailable returns "" when jobs' L2 misses are counted (a hardware PMU and
 // the microarchitecture's raw L2-miss event, perf/events.yaml), else why not; then
-// bench.Counters.L2Misses stay 0, which sched.Sample documents as "no such counter".
+// platform.Counters.L2Misses stay 0, which sched.Sample documents as "no such counter".
 func (p *Platform) L2MissesUnavailable() string { return p.noL2 }
 
 func readTrim(path string) string {
@@ -61,7 +61,7 @@ func readTrim(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// IPCEUnavailable implements bench.CounterReporter: why this host's counters cannot give
+// IPCEUnavailable implements platform.CounterReporter: why this host's counters cannot give
 // IPCE ("" when they can).
 func (p *Platform) IPCEUnavailable() string { return p.noIPCE }
 
@@ -92,15 +92,15 @@ func (p *Platform) closeCounters(j *job) {
 	}
 }
 
-// Read implements bench.Platform. It syncs the container's threads into its resctrl
+// Read implements platform.CounterSampler. It syncs the container's threads into its resctrl
 // groups, then returns cumulative counters. Without hardware counters, instructions,
 // cycles and stalls stay 0, so IPC and IPCE come out unavailable (NaN), never 0. A job
 // whose container ended on its own gets one error saying so; later reads return its
 // last counts.
-func (p *Platform) Read(id int) (bench.Counters, error) {
+func (p *Platform) Read(id int) (platform.Counters, error) {
 	j, err := p.get(id)
 	if err != nil {
-		return bench.Counters{}, err
+		return platform.Counters{}, err
 	}
 	j.mu.Lock()
 	exited, reported, ex := j.exited, j.exitReported, j.exit
@@ -118,7 +118,7 @@ func (p *Platform) Read(id int) (bench.Counters, error) {
 	return c, err
 }
 
-func (p *Platform) read(j *job) (bench.Counters, error) {
+func (p *Platform) read(j *job) (platform.Counters, error) {
 	c := j.base
 	if j.counter != nil {
 		if _, err := j.counter.Sample(); err != nil {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"colo/bench"
 	"colo/machine"
+	"colo/platform"
 	"colo/resctrl/plan"
 	rt "colo/runtime"
 	"colo/runtime/process"
@@ -18,9 +18,9 @@ import (
 // Jobs: each job is a container (or a process) pinned to its cores; Start, Stop, Move
 // and the CPU quota.
 
-// Check implements bench.Platform: the job must name a command, and its image must be
+// Check implements platform.Platform: the job must name a command, and its image must be
 // present locally (colo never pulls).
-func (p *Platform) Check(j bench.JobSpec) error {
+func (p *Platform) Check(j platform.Job) error {
 	args, err := SplitCommand(j.Command)
 	if err != nil {
 		return err
@@ -50,7 +50,7 @@ func (p *Platform) Check(j bench.JobSpec) error {
 	return nil
 }
 
-func (p *Platform) image(j bench.JobSpec) string {
+func (p *Platform) image(j platform.Job) string {
 	if j.Image != "" {
 		return j.Image
 	}
@@ -125,8 +125,8 @@ func (p *Platform) get(id int) (*job, error) {
 	return j, nil
 }
 
-// Start implements bench.Platform.
-func (p *Platform) Start(js bench.JobSpec, cpus []int) error {
+// Start implements platform.Platform.
+func (p *Platform) Start(js platform.Job, cpus []int) error {
 	if len(cpus) == 0 {
 		return fmt.Errorf("job %s: no CPUs", js.Name)
 	}
@@ -222,7 +222,7 @@ func (p *Platform) watch(j *job) {
 	}
 }
 
-// Stop implements bench.Platform: the job's counters, resctrl groups and container go.
+// Stop implements platform.Platform: the job's counters, resctrl groups and container go.
 func (p *Platform) Stop(id int) error {
 	j, err := p.get(id)
 	if err != nil {
@@ -254,7 +254,7 @@ func (p *Platform) stopJob(j *job) error {
 	return errors.Join(errs...)
 }
 
-// Move implements bench.Platform: new cpuset, counters reopened on the new CPUs (counts
+// Move implements platform.Platform: new cpuset, counters reopened on the new CPUs (counts
 // carried over), and back to system/default.
 func (p *Platform) Move(id int, cpus []int) error {
 	j, err := p.get(id)
@@ -284,7 +284,7 @@ func (p *Platform) Move(id int, cpus []int) error {
 	return nil
 }
 
-// SetQuota implements bench.QuotaSetter: job id may run quota ∈ (0, 1] of its cores'
+// SetQuota implements platform.QuotaSetter: job id may run quota ∈ (0, 1] of its cores'
 // time, a CFS bandwidth limit on its cgroup (runtime.CFSQuota over runtime.CFSPeriod;
 // Docker: the container's CPUQuota/CPUPeriod, process runtime: cpu.cfs_quota_us or
 // cpu.max). 1 removes the limit. A later Move keeps the fraction on the new cores.
@@ -296,15 +296,11 @@ func (p *Platform) SetQuota(id int, quota float64) error {
 	if !(quota > 0 && quota <= 1) {
 		return fmt.Errorf("job %s: CPU quota %v: want a fraction in (0, 1] of its cores' time", j.spec.Name, quota)
 	}
-	qs, ok := p.rtm.(rt.QuotaSetter)
-	if !ok {
-		return fmt.Errorf("job %s: the %s runtime cannot limit CPU time", j.spec.Name, p.rtm.Name())
-	}
 	q, err := rt.CFSQuota(quota, len(j.cpus), rt.CFSPeriod)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
-	if err := qs.SetCPUQuota(p.ctx, j.rid, q, rt.CFSPeriod); err != nil {
+	if err := p.rtm.SetCPUQuota(p.ctx, j.rid, q, rt.CFSPeriod); err != nil {
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
 	j.quota = quota

@@ -325,10 +325,10 @@ func (p *Platform) reconcile() error {
 	return errors.Join(errs...)
 }
 
-// Now implements bench.Platform: wall-clock time since the platform started.
+// Now implements platform.Platform: wall-clock time since the platform started.
 func (p *Platform) Now() time.Duration { return time.Since(p.start) }
 
-// Advance implements bench.Platform: it waits for the wall clock.
+// Advance implements platform.Platform: it waits for the wall clock.
 func (p *Platform) Advance(t time.Duration) error {
 	d := t - p.Now()
 	if d <= 0 {
@@ -342,7 +342,7 @@ func (p *Platform) Advance(t time.Duration) error {
 	}
 }
 
-// Close implements bench.Platform: every job's container and resctrl groups go, the
+// Close implements platform.Platform: every job's container and resctrl groups go, the
 // default schemata is restored, the network removed, the lock released.
 func (p *Platform) Close() error {
 	p.mu.Lock()

@@ -27,6 +27,7 @@ import (
 	"colo/bench"
 	"colo/machine"
 	"colo/perf"
+	"colo/platform"
 	"colo/resctrl/journal"
 	"colo/resctrl/plan"
 	rt "colo/runtime"
@@ -88,15 +89,15 @@ func init() {
 }
 
 type job struct {
-	spec    bench.JobSpec
+	spec    platform.Job
 	rid     string // runtime ID
 	cpus    []int
 	socket  int
 	cg      rt.Cgroup
 	counter *perf.Counter
 	cputime *rt.CPUTime
-	base    bench.Counters // counts of counters closed by Move
-	quota   float64        // CPU quota (fraction of its cores' time; 0 or 1: none)
+	base    platform.Counters // counts of counters closed by Move
+	quota   float64           // CPU quota (fraction of its cores' time; 0 or 1: none)
 	done    chan struct{}
 
 	mu           sync.Mutex
@@ -138,10 +139,12 @@ type Platform struct {
 	planMu sync.Mutex                // one plan at a time
 }
 
+// The capabilities of a Linux host (package platform).
 var (
-	_ bench.Platform        = (*Platform)(nil)
-	_ bench.CounterReporter = (*Platform)(nil)
-	_ bench.QuotaSetter     = (*Platform)(nil)
+	_ bench.Platform           = (*Platform)(nil)
+	_ platform.CounterReporter = (*Platform)(nil)
+	_ platform.QuotaSetter     = (*Platform)(nil)
+	_ platform.CLOSBudgeter    = (*Platform)(nil)
 )
 
 func (p *Platform) notef(format string, a ...any) {
@@ -163,5 +166,5 @@ func (p *Platform) Notes() []string {
 // RunID is the label value (colo.run) of everything this platform created.
 func (p *Platform) RunID() string { return p.run }
 
-// Machine implements bench.Platform.
+// Machine implements platform.Platform.
 func (p *Platform) Machine() *machine.Profile { return p.m }

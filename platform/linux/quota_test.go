@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"colo/bench"
+	"colo/platform"
 )
 
 func readCgroupInt(t *testing.T, dir, file string) int64 {
@@ -53,7 +53,7 @@ func TestCPUQuotaOnContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pf.Close()
-	if why := bench.CPUQuotaUnavailable(pf); why != "" {
+	if why := platform.CPUQuotaUnavailable(pf); why != "" {
 		t.Fatalf("linux platform reports no quota actuator: %s", why)
 	}
 	js := bm.Jobs[1] // compute: a busy loop

@@ -143,6 +143,9 @@ func (f *fakeRuntime) List(context.Context, map[string]string) ([]rt.Info, error
 func (f *fakeRuntime) Stats(context.Context, string) (rt.Stats, error)            { return rt.Stats{}, nil }
 func (f *fakeRuntime) SetCpuset(context.Context, string, string) error            { return nil }
 func (f *fakeRuntime) Close() error                                               { return nil }
+func (f *fakeRuntime) SetCPUQuota(context.Context, string, time.Duration, time.Duration) error {
+	return fmt.Errorf("the fake runtime has no CPU quota")
+}
 
 // call is one platform call of a scheduler's decision stream.
 type call struct {

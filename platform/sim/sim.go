@@ -20,6 +20,7 @@ import (
 
 	"colo/bench"
 	"colo/machine"
+	"colo/platform"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 	"colo/resctrl/plan"
@@ -32,6 +33,13 @@ func init() {
 		return New(bm.Machine, sim.Options{Seed: bm.Seed, Noise: bm.Noise})
 	})
 }
+
+// The capabilities of the simulated testbed (package platform).
+var (
+	_ bench.Platform        = (*Platform)(nil)
+	_ platform.QuotaSetter  = (*Platform)(nil)
+	_ platform.CLOSBudgeter = (*Platform)(nil)
+)
 
 // pidBase numbers the simulated jobs' tasks: job i is PID pidBase+i.
 const pidBase = 10000
@@ -53,7 +61,8 @@ type Platform struct {
 	want   map[string]plan.Want      // per tenant (job), what the scheduler asked for
 	placed map[string]plan.Placement // per tenant, where the planner put it
 	notes  []string
-	gen    uint64 // emulator generation last mirrored
+	nbs    []*neighbour // stressors next to jobs (StartNeighbour)
+	gen    uint64       // emulator generation last mirrored
 
 	budget    []sched.CLOSBudget // CLOSBudget at emulator generation budgetGen
 	budgetGen uint64
@@ -65,7 +74,7 @@ type job struct {
 	pid    int
 	socket int
 	cpus   []int
-	c      bench.Counters
+	c      platform.Counters
 	q      float64 // CPU quota; 0 = none (SetQuota)
 }
 
@@ -117,21 +126,21 @@ func (p *Platform) Emulator() *emu.Emulator { return p.emu }
 // Notes are the planner's notes (shared CLOS) and refusals, in order.
 func (p *Platform) Notes() []string { return append([]string(nil), p.notes...) }
 
-// Machine implements bench.Platform.
+// Machine implements platform.Platform.
 func (p *Platform) Machine() *machine.Profile { return p.m }
 
-// Now implements bench.Platform.
+// Now implements platform.Platform.
 func (p *Platform) Now() time.Duration { return p.sm.Now() }
 
-// Check implements bench.Platform: the job must map to a workload model.
-func (p *Platform) Check(j bench.JobSpec) error {
+// Check implements platform.Platform: the job must map to a workload model.
+func (p *Platform) Check(j platform.Job) error {
 	_, err := Workload(j)
 	return err
 }
 
-// Start implements bench.Platform: the job's task starts in system/default with a
+// Start implements platform.Platform: the job's task starts in system/default with a
 // monitoring group of its own, as on Linux.
-func (p *Platform) Start(j bench.JobSpec, cpus []int) error {
+func (p *Platform) Start(j platform.Job, cpus []int) error {
 	if _, dup := p.jobs[j.ID]; dup {
 		return fmt.Errorf("job %d already runs", j.ID)
 	}
@@ -154,7 +163,7 @@ func (p *Platform) Start(j bench.JobSpec, cpus []int) error {
 	return p.mirror()
 }
 
-// Stop implements bench.Platform.
+// Stop implements platform.Platform.
 func (p *Platform) Stop(id int) error {
 	jb, ok := p.jobs[id]
 	if !ok {
@@ -182,7 +191,7 @@ func (p *Platform) Stop(id int) error {
 	return err
 }
 
-// Move implements bench.Platform: the job is re-pinned and returns to system/default.
+// Move implements platform.Platform: the job is re-pinned and returns to system/default.
 func (p *Platform) Move(id int, cpus []int) error {
 	jb, ok := p.jobs[id]
 	if !ok {
@@ -206,7 +215,7 @@ func (p *Platform) Move(id int, cpus []int) error {
 	return p.mirror()
 }
 
-// SetQuota implements bench.QuotaSetter: the job's workload runs quota of its cores' time
+// SetQuota implements platform.QuotaSetter: the job's workload runs quota of its cores' time
 // (sim.Machine.SetQuota).
 func (p *Platform) SetQuota(id int, quota float64) error {
 	jb, ok := p.jobs[id]
@@ -220,7 +229,7 @@ func (p *Platform) SetQuota(id int, quota float64) error {
 	return nil
 }
 
-// SetAllocation implements bench.Platform through the group planner (resctrl/plan):
+// SetAllocation implements platform.AllocationApplier through the group planner (resctrl/plan):
 // the job gets L3 mask `mask` and MBA `mba` on its socket in a control group it shares
 // only with jobs asking for the same values (mask 0: back to system/default). An
 // allocation the planner cannot honour (no CLOSID left, another agent's ways) leaves the
@@ -269,23 +278,10 @@ func (p *Platform) replan() error {
 }
 
 func (p *Platform) planInput() (plan.Input, error) {
-	groups, closids, rmids, err := p.ad.PlanState(p.m, func(name string) bool { return strings.HasPrefix(name, p.prefix) })
-	if err != nil {
-		return plan.Input{}, err
-	}
-	in := plan.Input{Machine: p.m, CLOSIDs: closids, RMIDs: rmids, Prefix: p.prefix, Groups: groups, Placed: p.placed}
-	names := make([]string, 0, len(p.want))
-	for t := range p.want {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	for _, t := range names {
-		in.Want = append(in.Want, p.want[t])
-	}
-	return in, nil
+	return plan.Read(p.ad, p.m, p.prefix, p.placed, p.want)
 }
 
-// CLOSBudget implements bench.CLOSBudgeter: per socket, how many control groups the
+// CLOSBudget implements platform.CLOSBudgeter: per socket, how many control groups the
 // run may hold and the ways other agents claim (none on the private emulated mount).
 func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	if g := p.emu.Generation(); p.budget != nil && g == p.budgetGen {
@@ -295,19 +291,11 @@ func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	if err != nil {
 		return nil
 	}
-	p.budget, p.budgetGen = budgets(plan.Budgets(in)), p.emu.Generation()
+	p.budget, p.budgetGen = platform.Budgets(plan.Budgets(in)), p.emu.Generation()
 	return p.budget
 }
 
-func budgets(bs []plan.Budget) []sched.CLOSBudget {
-	out := make([]sched.CLOSBudget, len(bs))
-	for i, b := range bs {
-		out[i] = sched.CLOSBudget{Groups: b.Groups, Foreign: b.Foreign}
-	}
-	return out
-}
-
-// SetDefaultMask implements bench.Platform: every L3 domain of the socket.
+// SetDefaultMask implements platform.AllocationApplier: every L3 domain of the socket.
 func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
 	doms, err := resctrl.SocketDomains(p.m, socket)
 	if err != nil {
@@ -361,6 +349,15 @@ func (p *Platform) mirror() error {
 			return err
 		}
 	}
+	for _, nb := range p.nbs { // in their job's class, or system/default's
+		clos := 0
+		if jb := p.jobs[nb.alongside]; jb != nil {
+			clos = closOf[jb.pid]
+		}
+		if err := p.sm.Assign(nb.sid, clos); err != nil {
+			return err
+		}
+	}
 	p.gen = st.Generation
 	return nil
 }
@@ -374,32 +371,32 @@ func (p *Platform) sortedJobs() []*job {
 	return out
 }
 
-// Read implements bench.Platform.
-func (p *Platform) Read(id int) (bench.Counters, error) {
+// Read implements platform.CounterSampler.
+func (p *Platform) Read(id int) (platform.Counters, error) {
 	jb, ok := p.jobs[id]
 	if !ok {
-		return bench.Counters{}, fmt.Errorf("job %d is not running", id)
+		return platform.Counters{}, fmt.Errorf("job %d is not running", id)
 	}
 	return jb.c, nil
 }
 
-// ReadAllocation implements bench.Platform: the job's group and its schemata on the
+// ReadAllocation implements platform.AllocationApplier: the job's group and its schemata on the
 // job's socket, as the resctrl client reads them from the emulator.
-func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
+func (p *Platform) ReadAllocation(id int) (platform.AllocationReading, error) {
 	jb, ok := p.jobs[id]
 	if !ok {
-		return bench.AllocationReading{}, fmt.Errorf("job %d is not running", id)
+		return platform.AllocationReading{}, fmt.Errorf("job %d is not running", id)
 	}
 	g, _ := p.emu.TaskGroup(jb.pid) // the task's CLOSID as the emulated kernel holds it
 	if g == "" {
-		return bench.AllocationReading{}, nil
+		return platform.AllocationReading{}, nil
 	}
 	s, err := p.rc.Schemata(g)
 	if err != nil {
-		return bench.AllocationReading{}, err
+		return platform.AllocationReading{}, err
 	}
 	dom := jb.socket * p.m.LLC.DomainsPerSocket
-	r := bench.AllocationReading{Group: g}
+	r := platform.AllocationReading{Group: g}
 	if v, ok := s.Get("L3", dom); ok {
 		r.Mask = v
 	}
@@ -409,7 +406,7 @@ func (p *Platform) ReadAllocation(id int) (bench.AllocationReading, error) {
 	return r, nil
 }
 
-// Advance implements bench.Platform: one simulator step to t.
+// Advance implements platform.Platform: one simulator step to t.
 func (p *Platform) Advance(t time.Duration) error {
 	now := p.sm.Now()
 	if t < now {
@@ -439,9 +436,17 @@ func (p *Platform) Advance(t time.Duration) error {
 	return nil
 }
 
-// Close implements bench.Platform: every owned group is removed.
+// Close implements platform.Platform: every neighbour and job stops, every owned group
+// is removed.
 func (p *Platform) Close() error {
 	var first error
+	for len(p.nbs) > 0 {
+		nb := p.nbs[0]
+		p.nbs = p.nbs[1:]
+		if err := p.sm.RemoveWorkload(nb.sid); err != nil && first == nil {
+			first = err
+		}
+	}
 	for _, jb := range p.sortedJobs() {
 		if err := p.Stop(jb.id); err != nil && first == nil {
 			first = err
@@ -495,7 +500,7 @@ func atoi(s, what string) (int, error) {
 // (neighbor:6MB:1g, 7zip:2, matrix-3d:128, tsearch:131072, cpu-loop, lookbusy, mlr:8MB,
 // mload:60MB) or the thesis job pool's commands (neighbor, 7z, stress-ng --matrix-3d /
 // --tsearch). The job's thread count is its number of cores.
-func Workload(j bench.JobSpec) (sim.Workload, error) {
+func Workload(j platform.Job) (sim.Workload, error) {
 	threads := max(j.Cores, 1)
 	if spec := strings.TrimSpace(j.Workload); spec != "" {
 		return fromSpec(spec, threads)

@@ -7,6 +7,7 @@ import (
 
 	"colo/bench"
 	"colo/machine"
+	"colo/platform"
 	"colo/sched"
 	"colo/sim"
 )
@@ -245,14 +246,14 @@ func BenchmarkThesisHour(b *testing.B) {
 // CPU quota and the L2-miss counter through the platform: a job at quota 0.5 runs half the
 // cycles and instructions of its twin at the same IPC and is charged half the CPU time; the
 // L2 misses are carried into the counters (MLOAD: APKI 62 per kilo-instruction); the quota
-// is a bench.QuotaSetter capability; a bad quota changes nothing.
+// is a platform.QuotaSetter capability; a bad quota changes nothing.
 func TestQuotaAndL2Misses(t *testing.T) {
 	p, err := New(icx(t), sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var _ bench.QuotaSetter = p
-	if why := bench.CPUQuotaUnavailable(p); why != "" {
+	var _ platform.QuotaSetter = p
+	if why := platform.CPUQuotaUnavailable(p); why != "" {
 		t.Fatalf("the sim platform has CPU quotas: %q", why)
 	}
 	for id, core := range map[int]int{1: 0, 2: 16} {

@@ -23,7 +23,8 @@ import (
 //     min_cbm_bits ways, or none), the job goes to system/default.
 //  2. Control groups: jobs asking for identical mask and MBA share one group (the
 //     planner's shared CLOS), so the distinct non-default (mask, MBA) pairs must be at
-//     most b.Groups. When they are more, the pairs are ranked — a pair holding a
+//     most b.Groups when the budget is known (b.Allows; an unknown budget, the zero
+//     value, limits nothing). When they are more, the pairs are ranked — a pair holding a
 //     priority job first, then by its lowest job ID (the longest-running job keeps its
 //     group) — and the jobs of the pairs past the budget go to system/default: the
 //     lowest-priority, youngest tenants lose their partition first.
@@ -75,7 +76,7 @@ func Fit(want []sched.Allocation, b sched.CLOSBudget, rules cbm.Rules, priority 
 		g.prio = g.prio || (priority != nil && priority(a.Job))
 		g.jobs = append(g.jobs, i)
 	}
-	if len(groups) <= b.Groups {
+	if b.Allows(len(groups)) {
 		return out, why
 	}
 	ranked := make([]*group, 0, len(groups))
@@ -216,7 +217,7 @@ func fits(state map[int]sched.Allocation, a sched.Allocation, clos []sched.CLOSB
 	if a.Socket < 0 || a.Socket >= len(clos) {
 		return true
 	}
-	return groupsOn(state, a.Socket) <= clos[a.Socket].Groups
+	return clos[a.Socket].Allows(groupsOn(state, a.Socket))
 }
 
 // groupsOn is the number of distinct allocations state holds on socket.
@@ -282,7 +283,7 @@ func (t *Jobs) within(ids []int, eff map[int]sched.Allocation, clos []sched.CLOS
 			hopped := false
 			for _, id := range left { // nothing fits: the first job in a group of a full socket waits in system/default
 				a, ok := st[id]
-				if ok && a.Socket >= 0 && a.Socket < len(clos) && groupsOn(st, a.Socket) >= clos[a.Socket].Groups && len(out) <= 4*len(ids) {
+				if ok && a.Socket >= 0 && a.Socket < len(clos) && !clos[a.Socket].Allows(groupsOn(st, a.Socket)+1) && len(out) <= 4*len(ids) {
 					delete(st, a.Job)
 					out = append(out, ^a.Job)
 					hopped = true

@@ -1,6 +1,7 @@
 package ctlsched
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestFit(t *testing.T) {
 		{Job: 8},
 	}
 	prio := func(id int) bool { return id == 7 }
-	got, why := Fit(want, sched.CLOSBudget{Groups: 3, Foreign: 0x3}, rules, prio)
+	got, why := Fit(want, sched.GroupBudget(3, 0x3), rules, prio)
 	wantMask := map[int]uint64{5: 0, 3: 0x70, 4: 0x70, 1: 0x380, 2: 0, 7: 0x400, 8: 0}
 	for i, a := range got {
 		if a.Job != want[i].Job {
@@ -44,11 +45,11 @@ func TestFit(t *testing.T) {
 		t.Fatalf("reasons %v", why)
 	}
 	// sparse masks: the ways left stay as they are
-	got, _ = Fit([]sched.Allocation{{Job: 1, Mask: 0x1e}}, sched.CLOSBudget{Groups: 1, Foreign: 0x6}, cbm.Rules{Width: 11, MinBits: 1, Sparse: true}, nil)
+	got, _ = Fit([]sched.Allocation{{Job: 1, Mask: 0x1e}}, sched.GroupBudget(1, 0x6), cbm.Rules{Width: 11, MinBits: 1, Sparse: true}, nil)
 	if got[0].Mask != 0x18 {
 		t.Fatalf("sparse trim %#x, want 0x18", got[0].Mask)
 	}
-	got, _ = Fit([]sched.Allocation{{Job: 1, Mask: 0x1e}}, sched.CLOSBudget{Groups: 1, Foreign: 0x4}, rules, nil)
+	got, _ = Fit([]sched.Allocation{{Job: 1, Mask: 0x1e}}, sched.GroupBudget(1, 0x4), rules, nil)
 	if got[0].Mask != 0x18 {
 		t.Fatalf("contiguous trim %#x, want the longest run 0x18", got[0].Mask)
 	}
@@ -62,7 +63,7 @@ func TestFlushKeepsBudgetAtEveryStep(t *testing.T) {
 	for id := 0; id < 6; id++ {
 		j.Known(id, 0)
 	}
-	obs := &sched.Observation{Now: time.Second, CLOS: []sched.CLOSBudget{{Groups: 2}}}
+	obs := &sched.Observation{Now: time.Second, CLOS: []sched.CLOSBudget{sched.GroupBudget(2, 0)}}
 	var d sched.Decisions
 	j.Want(sched.Allocation{Job: 0, Mask: 0x600, MBA: 100})
 	for id := 1; id < 6; id++ {
@@ -98,6 +99,43 @@ func TestFlushKeepsBudgetAtEveryStep(t *testing.T) {
 	for id := 0; id < 6; id++ {
 		if want := map[bool]uint64{true: 0x400, false: 0x1fc}[id == 0]; state[id].Mask != want {
 			t.Fatalf("job %d ends with %#x, want %#x (%+v)", id, state[id].Mask, want, d.Allocate)
+		}
+	}
+}
+
+// The accountant (least-loaded, dynamic) and the controllers (Fit) read one budget the
+// same way: the zero value is unknown and limits nothing, a known budget of 0 groups (other
+// agents hold every CLOSID) allows none.
+func TestBudgetSemanticsAgree(t *testing.T) {
+	for _, b := range []sched.CLOSBudget{{}, sched.GroupBudget(0, 0), sched.GroupBudget(1, 0), sched.GroupBudget(3, 0), sched.GroupBudget(-2, 0)} {
+		a, err := sched.NewAccountant(1, 12, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Limit(0, b)
+		held := 0
+		for i := range 4 {
+			if _, err := a.Allocate(fmt.Sprint("g", i), 0, 1, 0); err == nil {
+				held++
+			}
+		}
+		var want []sched.Allocation
+		for i := range 4 {
+			want = append(want, sched.Allocation{Job: i + 1, Mask: 1 << i, MBA: 100})
+		}
+		got, _ := Fit(want, b, cbm.Rules{Width: 12, MinBits: 1}, nil)
+		kept := 0
+		for _, g := range got {
+			if g.Mask != 0 {
+				kept++
+			}
+		}
+		wantN := 4
+		if b.Limited {
+			wantN = max(b.Groups, 0)
+		}
+		if held != wantN || kept != wantN {
+			t.Errorf("budget %v: the accountant holds %d groups, Fit keeps %d, want %d", b, held, kept, wantN)
 		}
 	}
 }

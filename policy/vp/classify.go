@@ -16,16 +16,16 @@ const (
 	Bulldog
 )
 
-func (i Intensity) String() string {
-	switch i {
-	case Pug:
-		return "Pug"
-	case Terrier:
-		return "Terrier"
-	case Bulldog:
-		return "Bulldog"
+var intensityNames = [...]string{Pug: "Pug", Terrier: "Terrier", Bulldog: "Bulldog"}
+
+func (i Intensity) String() string { return enumName(i, intensityNames[:], "Intensity") }
+
+// enumName is the name of v in names, or Type(v) for a value without one.
+func enumName[T ~int](v T, names []string, typ string) string {
+	if v >= 0 && int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("Intensity(%d)", int(i))
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
 
 // Reuse is the memory-factor class (MF = L3 misses / L2 misses): Low (< 0.25, good cache reuse),
@@ -38,17 +38,9 @@ const (
 	HighMF
 )
 
-func (r Reuse) String() string {
-	switch r {
-	case LowMF:
-		return "MF<0.25"
-	case MidMF:
-		return "MF 0.25-0.6"
-	case HighMF:
-		return "MF>0.6"
-	}
-	return fmt.Sprintf("Reuse(%d)", int(r))
-}
+var reuseNames = [...]string{LowMF: "MF<0.25", MidMF: "MF 0.25-0.6", HighMF: "MF>0.6"}
+
+func (r Reuse) String() string { return enumName(r, reuseNames[:], "Reuse") }
 
 // State is one of the 9 states of the Virtual Platforms model (seed004.md §2.2, Figure 4):
 // S = 3·row + column, the row the MF class (downwards = less reuse), the column the intensity

@@ -8,12 +8,12 @@
 //
 //   - With a hardware PMU (perf ModeHardware) the sampler reads instructions, cycles and
 //     cycle_activity.stalls_total of the target's cgroup: ς on IPCE as in the thesis
-//     (MetricIPCE), or on IPC when the stall events did not open (MetricIPC).
+//     (probe.MetricIPCE), or on IPC when the stall events did not open (probe.MetricIPC).
 //   - Without one (a VM without vPMU, like this project's machine) there is no IPC: the
 //     target runs a colo stressor with `--interval --json`, whose cumulative work count it
 //     prints, and the sampler pairs each printed count with the target's CPU time read
 //     (perf task-clock of its cgroup, or the cgroup's cpu.stat when perf is not allowed)
-//     the moment the line arrives. ς is then on the work per CPU second (MetricCPURate),
+//     the moment the line arrives. ς is then on the work per CPU second (probe.MetricCPURate),
 //     the application-level analogue of IPC: like IPC it does not drop when the core is
 //     time-shared (host noise), but it drops when memory stalls the target.
 //
@@ -48,13 +48,6 @@ import (
 	"colo/stress"
 )
 
-// Metrics ς can be computed on.
-const (
-	MetricIPCE    = "ipce"     // thesis: IPC efficiency from the PMU's stall cycles
-	MetricIPC     = "ipc"      // PMU without stall events
-	MetricCPURate = "cpu_rate" // no PMU: the target's work per CPU second
-)
-
 // Config is one probe.
 type Config struct {
 	// Image is the colo image (entrypoint /colo; `colo image build`).
@@ -80,34 +73,16 @@ type Config struct {
 	Perf perf.Options
 }
 
-// Result is a finished probe.
+// Result is a finished probe: its Report, and where it ran.
 type Result struct {
-	// Metric is what ς is computed on (MetricIPCE, MetricIPC or MetricCPURate) and Why
-	// says why that one.
-	Metric string `json:"metric"`
-	Why    string `json:"why"`
-	// Sensitivity is ς per stressor on Metric.
-	Sensitivity probe.Vector `json:"sensitivity"`
-	// Base and Stressed are the segments' levels of Metric: with a PMU the state
-	// machine's trimmed means; for cpu_rate the segment's work over its CPU time in Unit
-	// per CPU second (a ratio of sums, sampler.rates). Samples per segment, baseline first.
-	Base     float64   `json:"base"`
-	Stressed []float64 `json:"stressed"`
-	Samples  []int     `json:"samples"`
-	Unit     string    `json:"unit,omitempty"`
-	// CPUShare (cpu_rate only) is per segment the fraction of wall time the target ran on
-	// its core: well below 1 means other processes time-shared it, and the host's noise,
-	// not only the stressor, is in the numbers.
-	CPUShare []float64 `json:"cpu_share,omitempty"`
+	probe.Report
 	// Counters is the full result of the state machine (IPC, IPCE, stalled %) when the
 	// PMU exists (on the cpu_rate path its IPC vector would be the mean of per-sample work
 	// per CPU ns, which the CPU-time read delay makes unreliable: not reported).
-	Counters *probe.SensitivityResult `json:"counters,omitempty"`
-	// Isolation describes the partition ("none: ..." without resctrl).
-	Isolation     string `json:"isolation"`
-	TargetCPU     int    `json:"target_cpu"`
-	NeighbourCPUs []int  `json:"neighbour_cpus"`
-	Target        string `json:"target"`
+	Counters      *probe.SensitivityResult `json:"counters,omitempty"`
+	TargetCPU     int                      `json:"target_cpu"`
+	NeighbourCPUs []int                    `json:"neighbour_cpus"`
+	Target        string                   `json:"target"`
 }
 
 // Run probes cfg.Target with the Docker runtime r. Every container it starts and the CLOS
@@ -138,7 +113,8 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("colo-probe-%d", os.Getpid())
 	}
-	res = Result{TargetCPU: cfg.TargetCPU, NeighbourCPUs: cfg.NeighbourCPUs, Target: strings.Join(cfg.Target, " "), Isolation: "none: no resctrl mount given (target and neighbour share the whole LLC and memory bandwidth with the host)"}
+	res = Result{TargetCPU: cfg.TargetCPU, NeighbourCPUs: cfg.NeighbourCPUs, Target: strings.Join(cfg.Target, " "),
+		Report: probe.Report{Isolation: "none: no resctrl mount given (target and neighbour share the whole LLC and memory bandwidth with the host)"}}
 
 	// Cleanup runs on a fresh context so a cancelled probe still removes its containers.
 	cleanup := func(id string) {
@@ -225,13 +201,13 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 		res.Samples = append(res.Samples, l.Samples)
 	}
 	switch s.metric {
-	case MetricIPCE:
+	case probe.MetricIPCE:
 		res.Sensitivity, res.Base = pr.IPCE, pr.Base.IPCE
 		for _, l := range pr.Stressed {
 			res.Stressed = append(res.Stressed, l.IPCE)
 		}
 		res.Counters = &pr
-	case MetricIPC:
+	case probe.MetricIPC:
 		res.Sensitivity, res.Base = pr.IPC, pr.Base.IPC
 		for _, l := range pr.Stressed {
 			res.Stressed = append(res.Stressed, l.IPC)

@@ -75,7 +75,7 @@ func TestProbeOnDocker(t *testing.T) {
 				t.Fatalf("container %s left behind", c.Name)
 			}
 		}
-		if res.Metric == MetricCPURate && res.Unit == "" {
+		if res.Metric == probe.MetricCPURate && res.Unit == "" {
 			t.Fatalf("%s: cpu_rate without a unit", target)
 		}
 		if len(res.Samples) != 6 || len(res.Stressed) != 5 {
@@ -94,7 +94,7 @@ func TestProbeOnDocker(t *testing.T) {
 		if !(res.Base > 0) || !strings.HasPrefix(res.Isolation, "none") {
 			t.Fatalf("%s: base %v, isolation %q", target, res.Base, res.Isolation)
 		}
-		if res.Metric == MetricCPURate {
+		if res.Metric == probe.MetricCPURate {
 			if len(res.CPUShare) != 6 {
 				t.Fatalf("%s: CPU share %v, want one per segment", target, res.CPUShare)
 			}

@@ -88,20 +88,20 @@ func (s *sampler) useCounter(c *perf.Counter, cg rt.Cgroup) error {
 	case perf.ModeHardware:
 		s.counter, s.hw = c, true
 		if slices.Contains(c.Events(), perf.StallsTotal) {
-			s.metric, s.why = MetricIPCE, "hardware PMU with cycle_activity.stalls_total: IPCE as in the thesis"
+			s.metric, s.why = probe.MetricIPCE, "hardware PMU with cycle_activity.stalls_total: IPCE as in the thesis"
 		} else {
-			s.metric, s.why = MetricIPC, "hardware PMU without the stall events: IPC"
+			s.metric, s.why = probe.MetricIPC, "hardware PMU without the stall events: IPC"
 		}
 	case perf.ModeSoftware:
 		s.counter = c
-		s.metric, s.why = MetricCPURate, "no hardware PMU ("+c.Reason()+"): the target's work per CPU second, CPU time from perf task-clock of its cgroup"
+		s.metric, s.why = probe.MetricCPURate, "no hardware PMU ("+c.Reason()+"): the target's work per CPU second, CPU time from perf task-clock of its cgroup"
 	default:
 		c.Close()
 		var err error
 		if s.cgCPU, err = rt.OpenCPUTime(cg); err != nil {
 			return err
 		}
-		s.metric, s.why = MetricCPURate, "perf events not permitted ("+c.Reason()+"): the target's work per CPU second, CPU time from the cgroup's accounting"
+		s.metric, s.why = probe.MetricCPURate, "perf events not permitted ("+c.Reason()+"): the target's work per CPU second, CPU time from the cgroup's accounting"
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"colo/metric"
 	"colo/perf"
 	"colo/perf/perftest"
+	"colo/probe"
 	rt "colo/runtime"
 	"colo/stress"
 )
@@ -119,7 +120,7 @@ func TestMetricFromCounters(t *testing.T) {
 	withStalls := maps.Clone(hw)
 	withStalls[perftest.Key{Type: R, Config: 0x40004a3}] = 1.0e9 // cycle_activity.stalls_total (Ice Lake-SP)
 	s := open(withStalls)
-	if s.metric != MetricIPCE {
+	if s.metric != probe.MetricIPCE {
 		t.Fatalf("PMU with stall events: metric %s (%s)", s.metric, s.why)
 	}
 	c, err := s.Sample()
@@ -130,11 +131,11 @@ func TestMetricFromCounters(t *testing.T) {
 		t.Fatalf("sample %+v: IPC %v (want 0.8), IPCE %v (want 1 − 1.0/2.5 = 0.6)", c, ipc, ipce)
 	}
 
-	if s := open(hw); s.metric != MetricIPC {
+	if s := open(hw); s.metric != probe.MetricIPC {
 		t.Fatalf("PMU without stall events: metric %s (%s)", s.metric, s.why)
 	}
 	s = open(map[perftest.Key]float64{{Type: S, Config: unix.PERF_COUNT_SW_TASK_CLOCK}: 1e9})
-	if s.metric != MetricCPURate || s.hw || !strings.Contains(s.why, "no hardware PMU") {
+	if s.metric != probe.MetricCPURate || s.hw || !strings.Contains(s.why, "no hardware PMU") {
 		t.Fatalf("no PMU: metric %s, hw %v (%s)", s.metric, s.hw, s.why)
 	}
 }

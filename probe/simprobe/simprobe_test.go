@@ -2,6 +2,7 @@ package simprobe
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,39 +11,21 @@ import (
 	"colo/sim"
 )
 
-func simMachine(t *testing.T, seed uint64) *sim.Machine {
+func options(t *testing.T, workload string, seed uint64) Options {
 	t.Helper()
 	p, err := machine.Get("icx-4314-2s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sim.New(p, sim.Options{Seed: seed, Noise: 0.01})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return Options{Machine: p, Sim: sim.Options{Seed: seed, Noise: 0.01}, Workload: workload, NeighbourCores: []int{1},
+		Warmup: 2 * time.Second} // warm the cache
 }
 
-func probeOn(t *testing.T, w sim.Workload, seed uint64, cfg probe.SensitivityConfig) probe.SensitivityResult {
+func probeOn(t *testing.T, workload string, seed uint64, cfg probe.SensitivityConfig) probe.SensitivityResult {
 	t.Helper()
-	m := simMachine(t, seed)
-	id, err := m.AddWorkload(w, []int{0})
+	r, err := Probe(options(t, workload, seed), cfg)
 	if err != nil {
 		t.Fatal(err)
-	}
-	m.Step(2 * time.Second) // warm the cache
-	r, err := Probe(m, id, 0, []int{1}, 1, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Restored: the neighbour is gone, the partition is back to the full mask.
-	if len(m.Workloads()) != 1 {
-		t.Fatalf("neighbour left behind: %v", m.Workloads())
-	}
-	for _, clos := range []int{1, 2} { // the partition and the other tenants' class
-		if masks, _ := m.CLOS(clos); masks[0] != m.Profile().FullMask() {
-			t.Fatalf("CLOS %d not restored: %#x", clos, masks[0])
-		}
 	}
 	return r
 }
@@ -58,8 +41,8 @@ func shared() probe.SensitivityConfig {
 // seed000.md §5.2: a workload with locality (neighbor 6 MB, 1 GB pages) is sensitive to the
 // LLC stressor; a CPU-bound one (default stress-ng cpu methods) is insensitive.
 func TestSensitivityProbeOnSim(t *testing.T) {
-	nb := probeOn(t, sim.Neighbor(6<<20, sim.Page1G), 1, shared())
-	cpu := probeOn(t, sim.CPULoop(), 1, shared())
+	nb := probeOn(t, "neighbor:6M:1g", 1, shared())
+	cpu := probeOn(t, "cpu-loop", 1, shared())
 	t.Logf("neighbor 6M 1G: IPCE ς %+v (base IPCE %.3f)", nb.IPCE, nb.Base.IPCE)
 	t.Logf("cpu loop:       IPCE ς %+v (base IPCE %.3f)", cpu.IPCE, cpu.Base.IPCE)
 	if nb.IPCE.LLC < 0.3 {
@@ -83,7 +66,7 @@ func TestSensitivityProbeOnSim(t *testing.T) {
 		t.Fatalf("samples: base %d, %d stressed segments", nb.Base.Samples, len(nb.Stressed))
 	}
 	// Deterministic by seed.
-	if again := probeOn(t, sim.Neighbor(6<<20, sim.Page1G), 1, shared()); again.IPCE != nb.IPCE {
+	if again := probeOn(t, "neighbor:6M:1g", 1, shared()); again.IPCE != nb.IPCE {
 		t.Fatalf("same seed, different result: %+v vs %+v", again.IPCE, nb.IPCE)
 	}
 }
@@ -95,9 +78,9 @@ func TestSensitivityProbeOnSim(t *testing.T) {
 // isolation bias. The other tenants (tenants) keep the target's lines outside the
 // partition from shielding it.
 func TestSensitivityProbeIsolatedOnSim(t *testing.T) {
-	nb := probeOn(t, sim.Neighbor(6<<20, sim.Page1G), 1, probe.DefaultSensitivityConfig())
-	nb2 := probeOn(t, sim.Neighbor(6<<20, sim.Page2M), 1, probe.DefaultSensitivityConfig())
-	cpu := probeOn(t, sim.CPULoop(), 1, probe.DefaultSensitivityConfig())
+	nb := probeOn(t, "neighbor:6M:1g", 1, probe.DefaultSensitivityConfig())
+	nb2 := probeOn(t, "neighbor:6M:2m", 1, probe.DefaultSensitivityConfig())
+	cpu := probeOn(t, "cpu-loop", 1, probe.DefaultSensitivityConfig())
 	t.Logf("isolated 6 ways/50 %%: neighbor 1G IPCE ς %+v (base %.3f); 2M %+v (base %.3f); cpu loop %+v", nb.IPCE, nb.Base.IPCE, nb2.IPCE, nb2.Base.IPCE, cpu.IPCE)
 	if nb.IPCE.LLC < 0.3 {
 		t.Errorf("neighbor 1G's LLC sensitivity in the partition %.3f, want clear (≥ 0.3)", nb.IPCE.LLC)
@@ -117,25 +100,21 @@ func TestSensitivityProbeIsolatedOnSim(t *testing.T) {
 }
 
 func TestSimBadInput(t *testing.T) {
-	if _, err := Stressor("gpu", 1<<20); err == nil {
-		t.Fatal("unknown stressor accepted")
+	o := options(t, "cpu-loop", 1)
+	o.NeighbourCores = []int{0}
+	if _, err := Probe(o, probe.DefaultSensitivityConfig()); err == nil || !strings.Contains(err.Error(), "core") {
+		t.Fatalf("neighbour on the target's core: %v", err)
 	}
-	m := simMachine(t, 1)
-	id, _ := m.AddWorkload(sim.CPULoop(), []int{0})
-	if _, err := Probe(m, id, 0, []int{0}, 1, probe.DefaultSensitivityConfig()); err == nil {
-		t.Fatal("neighbour on the target's core accepted")
-	}
-	if len(m.Workloads()) != 1 {
-		t.Fatal("failed probe left a neighbour")
+	if _, err := Probe(options(t, "gpu", 1), probe.DefaultSensitivityConfig()); err == nil {
+		t.Fatal("unknown workload accepted")
 	}
 }
 
 func BenchmarkProbe(b *testing.B) {
 	p, _ := machine.Get("icx-4314-2s")
+	o := Options{Machine: p, Sim: sim.Options{Seed: 1}, Workload: "neighbor:6M:1g", NeighbourCores: []int{1}}
 	for b.Loop() {
-		m, _ := sim.New(p, sim.Options{Seed: 1})
-		id, _ := m.AddWorkload(sim.Neighbor(6<<20, sim.Page1G), []int{0})
-		if _, err := Probe(m, id, 0, []int{1}, 1, probe.DefaultSensitivityConfig()); err != nil {
+		if _, err := Probe(o, probe.DefaultSensitivityConfig()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -50,10 +50,7 @@ type Runtime struct {
 	cpusets map[string]string
 }
 
-var (
-	_ rt.Runtime     = (*Runtime)(nil)
-	_ rt.QuotaSetter = (*Runtime)(nil)
-)
+var _ rt.Runtime = (*Runtime)(nil)
 
 // New connects to dockerd (DOCKER_HOST or the default socket), negotiates the API
 // version and checks the daemon answers. If Options.Network is set, the network is
@@ -322,7 +319,7 @@ func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
 	return nil
 }
 
-// SetCPUQuota implements runtime.QuotaSetter (docker update --cpu-quota --cpu-period):
+// SetCPUQuota implements runtime.Runtime (docker update --cpu-quota --cpu-period):
 // CFS bandwidth on the running container's cgroup; quota 0 removes the limit.
 func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time.Duration) error {
 	if period < time.Millisecond || period > time.Second || (quota != 0 && quota < rt.MinCFSQuota) {

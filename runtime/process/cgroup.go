@@ -256,7 +256,7 @@ func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
 	return nil
 }
 
-// SetCPUQuota implements runtime.QuotaSetter: CFS bandwidth on the workload's cgroup,
+// SetCPUQuota implements runtime.Runtime: CFS bandwidth on the workload's cgroup,
 // cpu.cfs_period_us and cpu.cfs_quota_us on cgroup v1, cpu.max on v2; quota 0 removes
 // the limit.
 func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time.Duration) error {
@@ -338,31 +338,23 @@ func CgroupStats(cg rt.Cgroup, cpuset string) (rt.Stats, error) {
 			s.CPUTotalNs, s.CPUAvailable = v*1000, true
 		}
 	}
-	if d := cg.Dirs["memory"]; d != "" {
-		if b, err := read(d, "memory.usage_in_bytes"); err == nil {
+	// memory: usage less the inactive page cache (as docker stats counts it), and the limit
+	mem := struct{ dir, usage, inactive, limit string }{cg.Dirs["memory"], "memory.usage_in_bytes", "total_inactive_file", "memory.limit_in_bytes"}
+	if mem.dir == "" {
+		mem = struct{ dir, usage, inactive, limit string }{cg.Dirs[""], "memory.current", "inactive_file", "memory.max"}
+	}
+	if d := mem.dir; d != "" {
+		if b, err := read(d, mem.usage); err == nil {
 			s.MemoryBytes, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 			s.MemAvailable = true
 			if st, err := read(d, "memory.stat"); err == nil {
-				if v, ok := kv(st)["total_inactive_file"]; ok && v < s.MemoryBytes {
+				if v, ok := kv(st)[mem.inactive]; ok && v < s.MemoryBytes {
 					s.MemoryBytes -= v
 				}
 			}
 		}
-		if b, err := read(d, "memory.limit_in_bytes"); err == nil {
-			s.MemoryLimit, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-		}
-	} else if d := cg.Dirs[""]; d != "" {
-		if b, err := read(d, "memory.current"); err == nil {
-			s.MemoryBytes, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-			s.MemAvailable = true
-			if st, err := read(d, "memory.stat"); err == nil {
-				if v, ok := kv(st)["inactive_file"]; ok && v < s.MemoryBytes {
-					s.MemoryBytes -= v
-				}
-			}
-		}
-		if b, err := read(d, "memory.max"); err == nil {
-			s.MemoryLimit, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64) // "max" → 0
+		if b, err := read(d, mem.limit); err == nil {
+			s.MemoryLimit, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64) // v2's "max" → 0
 		}
 	}
 	if d := cg.Dir("pids"); d != "" {

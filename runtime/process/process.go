@@ -76,10 +76,7 @@ type stateFile struct {
 	PID    int               `json:"pid"`
 }
 
-var (
-	_ rt.Runtime     = (*Runtime)(nil)
-	_ rt.QuotaSetter = (*Runtime)(nil)
-)
+var _ rt.Runtime = (*Runtime)(nil)
 
 // New prepares the parent cgroups. It fails when cgroups are not mounted or not writable.
 func New(opts Options) (*Runtime, error) {

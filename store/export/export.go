@@ -56,159 +56,85 @@ func Export(st *store.Store, outDir, format string) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
+	tables := []table{
+		tableOf("runs", func(emit func(RunRow) error) error {
+			for _, r := range runs {
+				if err := emit(RunRow{RunID: r.ID, Scheduler: r.Scheduler, Trace: r.Trace, StartUnixNs: r.Start.UnixNano(), Complete: r.Complete}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		tableOf("jobs", eachRow(runs, st.Jobs, JobToRow)),
+		tableOf("samples", func(emit func(SampleRow) error) error {
+			for _, r := range runs {
+				if err := st.EachSample(r.ID, func(s store.Sample) error { return emit(SampleToRow(r.ID, s)) }); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		tableOf("allocations", eachRow(runs, st.Allocations, allocationToRow)),
+		tableOf("events", eachRow(runs, st.Events, eventToRow)),
+		tableOf("probes", eachRow(runs, st.Probes, probeToRow)),
+		tableOf("partitions", eachRow(runs, st.Partitions, partitionToRow)),
+		tableOf("partition_apps", func(emit func(PartitionAppRow) error) error {
+			return eachRow(runs, st.Partitions, partitionAppRows)(func(rows []PartitionAppRow) error {
+				for _, r := range rows {
+					if err := emit(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}),
+		tableOf("summaries", eachRow(runs, func(id int64) ([]store.Summary, error) {
+			s, ok, err := st.Summary(id)
+			if !ok {
+				return nil, err
+			}
+			return []store.Summary{s}, err
+		}, summaryToRow)),
+	}
 	var files []File
-	add := func(f File, err error) error {
-		if err == nil {
-			files = append(files, f)
-		}
-		return err
-	}
-	path := func(table string) string { return filepath.Join(outDir, table+Ext(format)) }
-
-	if err := add(writeTable(path("runs"), "runs", format, func(emit func(RunRow) error) error {
-		for _, r := range runs {
-			if err := emit(RunRow{RunID: r.ID, Scheduler: r.Scheduler, Trace: r.Trace, StartUnixNs: r.Start.UnixNano(), Complete: r.Complete}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	if err := add(writeTable(path("jobs"), "jobs", format, func(emit func(JobRow) error) error {
-		for _, r := range runs {
-			jobs, err := st.Jobs(r.ID)
-			if err != nil {
-				return err
-			}
-			for _, j := range jobs {
-				if err := emit(JobToRow(r.ID, j)); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	if err := add(writeTable(path("samples"), "samples", format, func(emit func(SampleRow) error) error {
-		for _, r := range runs {
-			if err := st.EachSample(r.ID, func(s store.Sample) error { return emit(SampleToRow(r.ID, s)) }); err != nil {
-				return err
-			}
-		}
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	if err := add(writeTable(path("allocations"), "allocations", format, func(emit func(AllocationRow) error) error {
-		for _, r := range runs {
-			as, err := st.Allocations(r.ID)
-			if err != nil {
-				return err
-			}
-			for _, a := range as {
-				m := make([]string, len(a.Members))
-				for i, x := range a.Members {
-					m[i] = strconv.Itoa(x)
-				}
-				if err := emit(AllocationRow{RunID: r.ID, TNs: int64(a.T), Socket: int64(a.Socket), CLOS: a.CLOS, Mask: a.Mask,
-					MBA: opt(a.MBA), Members: strings.Join(m, ","), Source: a.Source}); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	if err := add(writeTable(path("events"), "events", format, func(emit func(EventRow) error) error {
-		for _, r := range runs {
-			es, err := st.Events(r.ID)
-			if err != nil {
-				return err
-			}
-			for _, e := range es {
-				if err := emit(EventRow{RunID: r.ID, TNs: int64(e.T), Kind: e.Kind, JobID: int64(e.Job), Text: e.Text}); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	if err := add(writeTable(path("probes"), "probes", format, func(emit func(ProbeRow) error) error {
-		for _, r := range runs {
-			ps, err := st.Probes(r.ID)
-			if err != nil {
-				return err
-			}
-			for _, p := range ps {
-				if err := emit(ProbeRow{RunID: r.ID, JobID: int64(p.Job), TStartNs: int64(p.Start), TEndNs: int64(p.End), Kind: p.Kind,
-					Socket: int64(p.Socket), Ways: int64(p.Ways), Mask: p.Mask, MBA: opt(p.MBA), IPC: opt(p.IPC), IPCE: opt(p.IPCE),
-					Result: p.Result}); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	var parts [][2]any
-	for _, r := range runs {
-		ps, err := st.Partitions(r.ID)
+	for _, t := range tables {
+		f, err := t.write(filepath.Join(outDir, t.name+Ext(format)), format)
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range ps {
-			parts = append(parts, [2]any{r.ID, p})
-		}
+		files = append(files, f)
 	}
-	if err := add(writeTable(path("partitions"), "partitions", format, func(emit func(PartitionRow) error) error {
-		for _, x := range parts {
-			id, p := x[0].(int64), x[1].(store.PartitionResult)
-			if err := emit(PartitionRow{RunID: id, Workload: p.Workload, Policy: p.Policy, STP: opt(p.STP), ANTT: opt(p.ANTT),
-				Unfairness: opt(p.Unfairness), Jain: opt(p.Jain)}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	if err := add(writeTable(path("partition_apps"), "partition_apps", format, func(emit func(PartitionAppRow) error) error {
-		for _, x := range parts {
-			id, p := x[0].(int64), x[1].(store.PartitionResult)
-			for _, a := range p.Apps {
-				if err := emit(PartitionAppRow{RunID: id, Workload: p.Workload, Policy: p.Policy, App: a.App, Cluster: int64(a.Cluster),
-					Ways: int64(a.Ways), Mask: a.Mask, IPCAlone: opt(a.IPCAlone), IPC: opt(a.IPC), Slowdown: opt(a.Slowdown)}); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})); err != nil {
-		return nil, err
-	}
-	if err := add(writeTable(path("summaries"), "summaries", format, func(emit func(SummaryRow) error) error {
+	return files, nil
+}
+
+// table is one exported table: its name and how to write it to a file in a format.
+type table struct {
+	name  string
+	write func(path, format string) (File, error)
+}
+
+// tableOf is the table name of rows of type T that produce emits.
+func tableOf[T any](name string, produce func(emit func(T) error) error) table {
+	return table{name, func(path, format string) (File, error) { return writeTable(path, name, format, produce) }}
+}
+
+// eachRow produces the rows of a table kept per run: read gives a run's records, row
+// converts one record of run id.
+func eachRow[X, T any](runs []store.Run, read func(id int64) ([]X, error), row func(id int64, x X) T) func(emit func(T) error) error {
+	return func(emit func(T) error) error {
 		for _, r := range runs {
-			s, ok, err := st.Summary(r.ID)
+			xs, err := read(r.ID)
 			if err != nil {
 				return err
 			}
-			if ok {
-				if err := emit(summaryToRow(r.ID, s)); err != nil {
+			for _, x := range xs {
+				if err := emit(row(r.ID, x)); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
-	})); err != nil {
-		return nil, err
 	}
-	return files, nil
 }
 
 // rowWriter writes rows of type T in one format.
@@ -386,57 +312,62 @@ func Read[T any](path, format string) ([]T, error) {
 	switch format {
 	case "parquet":
 		return parquet.ReadFile[T](path)
-	case "json":
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		dec := json.NewDecoder(bufio.NewReader(f))
-		dec.DisallowUnknownFields()
-		var out []T
-		for {
-			var r T
-			if err := dec.Decode(&r); errors.Is(err, io.EOF) {
-				return out, nil
-			} else if err != nil {
-				return nil, fmt.Errorf("%s row %d: %w", path, len(out)+1, err)
-			}
-			out = append(out, r)
-		}
-	case "csv":
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		cr := csv.NewReader(bufio.NewReader(f))
-		head, err := cr.Read()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		want := Columns[T]()
-		if strings.Join(head, ",") != strings.Join(want, ",") {
-			return nil, fmt.Errorf("%s: header %v, want %v", path, head, want)
-		}
-		var out []T
-		for line := 2; ; line++ {
-			rec, err := cr.Read()
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			var r T
-			v := reflect.ValueOf(&r).Elem()
-			for j, s := range rec {
-				if err := parseCSV(v.Field(j), s); err != nil {
-					return nil, fmt.Errorf("%s:%d column %s: value %q: %w", path, line, want[j], s, err)
-				}
-			}
-			out = append(out, r)
-		}
+	case "json", "csv":
+	default:
+		return nil, fmt.Errorf("unknown format %q", format)
 	}
-	return nil, fmt.Errorf("unknown format %q", format)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if format == "json" {
+		return readJSON[T](path, bufio.NewReader(f))
+	}
+	return readCSV[T](path, bufio.NewReader(f))
+}
+
+func readJSON[T any](path string, in io.Reader) ([]T, error) {
+	dec := json.NewDecoder(in)
+	dec.DisallowUnknownFields()
+	var out []T
+	for {
+		var r T
+		if err := dec.Decode(&r); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s row %d: %w", path, len(out)+1, err)
+		}
+		out = append(out, r)
+	}
+}
+
+func readCSV[T any](path string, in io.Reader) ([]T, error) {
+	cr := csv.NewReader(in)
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	want := Columns[T]()
+	if strings.Join(head, ",") != strings.Join(want, ",") {
+		return nil, fmt.Errorf("%s: header %v, want %v", path, head, want)
+	}
+	var out []T
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var r T
+		v := reflect.ValueOf(&r).Elem()
+		for j, s := range rec {
+			if err := parseCSV(v.Field(j), s); err != nil {
+				return nil, fmt.Errorf("%s:%d column %s: value %q: %w", path, line, want[j], s, err)
+			}
+		}
+		out = append(out, r)
+	}
 }

@@ -10,6 +10,8 @@ package export
 import (
 	"encoding/json"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"colo/store"
@@ -208,6 +210,40 @@ func (r JobRow) Job() store.Job {
 	return store.Job{ID: int(r.JobID), Name: r.Name, Kind: r.Kind, Model: r.Model, Priority: r.Priority,
 		IPCETarget: unopt(r.IPCETarget), Cores: int(r.Cores), CoreList: r.CoreList, Socket: int(r.Socket),
 		Arrival: time.Duration(r.ArrivalNs), Start: unoptD(r.StartNs), Stop: unoptD(r.StopNs), State: r.State, Reason: r.Reason}
+}
+
+func allocationToRow(id int64, a store.Allocation) AllocationRow {
+	m := make([]string, len(a.Members))
+	for i, x := range a.Members {
+		m[i] = strconv.Itoa(x)
+	}
+	return AllocationRow{RunID: id, TNs: int64(a.T), Socket: int64(a.Socket), CLOS: a.CLOS, Mask: a.Mask,
+		MBA: opt(a.MBA), Members: strings.Join(m, ","), Source: a.Source}
+}
+
+func eventToRow(id int64, e store.Event) EventRow {
+	return EventRow{RunID: id, TNs: int64(e.T), Kind: e.Kind, JobID: int64(e.Job), Text: e.Text}
+}
+
+func probeToRow(id int64, p store.ProbeSegment) ProbeRow {
+	return ProbeRow{RunID: id, JobID: int64(p.Job), TStartNs: int64(p.Start), TEndNs: int64(p.End), Kind: p.Kind,
+		Socket: int64(p.Socket), Ways: int64(p.Ways), Mask: p.Mask, MBA: opt(p.MBA), IPC: opt(p.IPC), IPCE: opt(p.IPCE),
+		Result: p.Result}
+}
+
+func partitionToRow(id int64, p store.PartitionResult) PartitionRow {
+	return PartitionRow{RunID: id, Workload: p.Workload, Policy: p.Policy, STP: opt(p.STP), ANTT: opt(p.ANTT),
+		Unfairness: opt(p.Unfairness), Jain: opt(p.Jain)}
+}
+
+// partitionAppRows are the per-application rows of one partitioning result.
+func partitionAppRows(id int64, p store.PartitionResult) []PartitionAppRow {
+	out := make([]PartitionAppRow, len(p.Apps))
+	for i, a := range p.Apps {
+		out[i] = PartitionAppRow{RunID: id, Workload: p.Workload, Policy: p.Policy, App: a.App, Cluster: int64(a.Cluster),
+			Ways: int64(a.Ways), Mask: a.Mask, IPCAlone: opt(a.IPCAlone), IPC: opt(a.IPC), Slowdown: opt(a.Slowdown)}
+	}
+	return out
 }
 
 func summaryToRow(id int64, s store.Summary) SummaryRow {
