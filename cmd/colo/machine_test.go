@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 )
 
@@ -32,7 +33,7 @@ func TestMachineCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("show --json is not JSON: %v\n%s", err, out)
 	}
-	want, _ := machine.Get("bdw-2697v4")
+	want := machinetest.Get(t, "bdw-2697v4")
 	if !reflect.DeepEqual(&got, want) {
 		t.Errorf("show --json round trip:\n got %+v\nwant %+v", got, *want)
 	}
