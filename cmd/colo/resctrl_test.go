@@ -77,10 +77,7 @@ func TestResctrlCLI(t *testing.T) {
 	if _, err := runColo(t, "resctrl", "--root", dir, "assign", "colo.web", "77", "78"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runColo(t, "resctrl", "--root", dir, "show", "colo.web", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRunColo(t, "resctrl", "--root", dir, "show", "colo.web", "--json")
 	var v struct {
 		Path, Schemata string
 		Tasks          []int
@@ -109,7 +106,7 @@ func TestResctrlCLI(t *testing.T) {
 			t.Fatalf("%v: %v, want a bad-input error", args, err)
 		}
 	}
-	_, err = runColo(t, "resctrl", "--root", dir, "set", "colo.web", "L3:0=f0f")
+	_, err := runColo(t, "resctrl", "--root", dir, "set", "colo.web", "L3:0=f0f")
 	if !strings.Contains(err.Error(), "non-consecutive 1-bits") {
 		t.Fatalf("error lacks the kernel message: %v", err)
 	}
