@@ -78,6 +78,9 @@ type Options struct {
 	MonInterval time.Duration
 	// Select limits the agent to containers with these labels (empty: every container).
 	Select Selector
+	// Predictor, when set, predicts each container's slowdown from Bubble-Up profiles
+	// (colo agent --profiles).
+	Predictor *Predictor
 	// StateDir holds the mount's journal (dead instances are undone at start).
 	StateDir string
 	Log      *slog.Logger

@@ -42,6 +42,8 @@ var (
 		"1 for how the container is monitored: container (own group), control, class (RMIDs ran out), none.", append(cl, "mode"), nil)
 	descTarget = prometheus.NewDesc("colo_container_target_ipce",
 		"The container's colo.io/target-ipce (absent without one).", cl, nil)
+	descSlowdown = prometheus.NewDesc("colo_predicted_slowdown",
+		"Predicted slowdown t/t_isolated of the container next to the other containers of its socket, from the Bubble-Up profiles of --profiles (absent without a profile for its image).", cl, nil)
 	descDecisions = prometheus.NewDesc("colo_policy_decisions_total",
 		"Decisions of the policy by kind (place, reject, allocate, migrate, probe).", []string{"policy", "kind"}, nil)
 	descIgnored = prometheus.NewDesc("colo_policy_decisions_ignored_total",
@@ -68,7 +70,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOcc, descMBM, descMBMLocal, descClass, descWays, descMBA, descCPU,
-		descIPC, descIPCE, descThreads, descMon, descTarget, descDecisions, descIgnored, descProbes, descLabelErr,
+		descIPC, descIPCE, descThreads, descMon, descTarget, descSlowdown, descDecisions, descIgnored, descProbes, descLabelErr,
 		descCounts, descDefault, descUp, descRdt, descTicks, descTick, descManaged} {
 		ch <- d
 	}
@@ -115,6 +117,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		g(descMon, 1, append(l, cs.Monitoring)...)
 		if cs.Request.TargetIPCE > 0 {
 			g(descTarget, cs.Request.TargetIPCE, l...)
+		}
+		if cs.PredictedSlowdown != nil {
+			g(descSlowdown, *cs.PredictedSlowdown, l...)
 		}
 	}
 	for _, k := range Classes {

@@ -50,6 +50,13 @@ type ContainerStatus struct {
 	// probes).
 	Probe string    `json:"probe"`
 	Since time.Time `json:"since"`
+	// Profile is the application name of its image in the --profiles data directory
+	// ("" none); PredictedSlowdown its predicted t / t_isolated next to the other
+	// containers of its socket (Predictor; absent without a profile), PredictionNote
+	// what the prediction left out.
+	Profile           string   `json:"profile,omitempty"`
+	PredictedSlowdown *float64 `json:"predicted_slowdown,omitempty"`
+	PredictionNote    string   `json:"prediction_note,omitempty"`
 }
 
 // Status is the agent's state (/api/v1/status).
@@ -142,6 +149,9 @@ func (a *Agent) snapshot(took time.Duration) Status {
 			}
 		}
 		st.Containers = append(st.Containers, cs)
+	}
+	if a.o.Predictor != nil {
+		a.o.Predictor.predictions(st.Containers)
 	}
 	a.mu.Lock()
 	st.RuntimeConnected, st.RuntimeError = a.runtime.up, a.runtime.err

@@ -55,7 +55,9 @@ func compositions(total, n int, f func([]int) bool) {
 // applications on 11 ways — with the full model (bandwidth included) and keeps the best
 // (first in lexicographic order on exact ties). PBBCache's opt-*-bf explores the same
 // space by branch and bound; exhaustive evaluation is exact and cheap here.
-func optStrict(in Input, o Objective, name string) (*Solution, error) {
+//
+// opt.Progress, when set, sees the compositions evaluated out of C(W−1, n−1).
+func optStrict(in Input, o Objective, name string, opt Options) (*Solution, error) {
 	if err := needStrict(in, name); err != nil {
 		return nil, err
 	}
@@ -68,7 +70,11 @@ func optStrict(in Input, o Objective, name string) (*Solution, error) {
 	for i := range cl {
 		cl[i].Apps = []int{i}
 	}
+	total := binomial(W-1, n-1)
 	compositions(W, n, func(w []int) bool {
+		if opt.Progress != nil && nodes&4095 == 0 {
+			opt.Progress(nodes, total)
+		}
 		for i := range cl {
 			cl[i].Ways = w[i]
 		}
@@ -86,6 +92,9 @@ func optStrict(in Input, o Objective, name string) (*Solution, error) {
 	if ferr != nil {
 		return nil, ferr
 	}
+	if opt.Progress != nil {
+		opt.Progress(nodes, total)
+	}
 	s, err := strictSolution(in.Machine, best)
 	if err != nil {
 		return nil, err
@@ -95,8 +104,20 @@ func optStrict(in Input, o Objective, name string) (*Solution, error) {
 }
 
 // OptSTP is the STP-optimal strict partitioning (PBBCache opt-stp / opt-stp-bf).
-func OptSTP(in Input, _ Options) (*Solution, error) { return optStrict(in, MaxSTP, "opt-stp") }
+func OptSTP(in Input, opt Options) (*Solution, error) { return optStrict(in, MaxSTP, "opt-stp", opt) }
 
 // OptUnf is the fairness-optimal strict partitioning: lowest unfairness, ties to the
 // highest STP (PBBCache opt-unf).
-func OptUnf(in Input, _ Options) (*Solution, error) { return optStrict(in, MinUnf, "opt-unf") }
+func OptUnf(in Input, opt Options) (*Solution, error) { return optStrict(in, MinUnf, "opt-unf", opt) }
+
+// binomial is C(n, k) (0 outside 0 ≤ k ≤ n).
+func binomial(n, k int) int64 {
+	if k < 0 || k > n {
+		return 0
+	}
+	c := int64(1)
+	for i := 1; i <= k; i++ {
+		c = c * int64(n-k+i) / int64(i)
+	}
+	return c
+}

@@ -29,6 +29,10 @@ type Options struct {
 	Jobs int
 	// Progress, when set, is called by long searches with work done and total (any unit).
 	Progress func(done, total int64)
+	// Status, when set, is called by the exact clustering search about twice a second
+	// during its branch and bound with the nodes explored so far (in steps of 1024) and the
+	// proven relative gap of its incumbent (as Solution.Gap), from another goroutine.
+	Status func(nodes int64, gap float64)
 	// TimeLimit, when positive, stops the exact clustering search after that long with its
 	// best solution so far and the proven optimality gap (Solution.Gap).
 	TimeLimit time.Duration

@@ -79,10 +79,14 @@ type searchState struct {
 	bnd  *boundTable   // level 0: rows b0STP, [b0LbMax]
 	// ubMin[R/2] bounds the smallest final slowdown of R from above (MinUnf).
 	ubMin []float64
-	bus   *busBounds // nil without an active bandwidth model
-	lag   *lagBound  // STP under the simple model (useLag), nil otherwise
-	lv    []level    // pressure levels 1..len(lv) (index l−1)
-	fast  bool       // no bandwidth model: leaves are scored from the tables
+	// rows of bnd: stpRow is −1 when bnd has no STP row (MinUnf without a model: STP only
+	// breaks ties there, bounded by stpUB[R/2] instead), lbRow the lowest maximum (MinUnf).
+	stpRow, lbRow int
+	stpUB         []float64
+	bus           *busBounds // nil without an active bandwidth model
+	lag           *lagBound  // STP under the simple model (useLag), nil otherwise
+	lv            []level    // pressure levels 1..len(lv) (index l−1)
+	fast          bool       // no bandwidth model: leaves are scored from the tables
 	// twinBit[j] is the bit of the previous application identical to j (0 if none).
 	twinBit  []uint32
 	hasTwins bool
@@ -95,6 +99,7 @@ type searchState struct {
 	err        error
 	deadline   time.Time
 	stop       atomic.Bool
+	visited    atomic.Int64 // nodes, in steps of 1024, for Options.Status
 }
 
 type choice struct {
@@ -103,6 +108,9 @@ type choice struct {
 }
 
 const eps = 1e-9
+
+// statusEvery is how often Search calls Options.Status.
+const statusEvery = 500 * time.Millisecond
 
 // forChildren calls f(c, rest, k) for every child of the node whose unplaced
 // applications are R with r ways left, in a fixed order: the next cluster c holds the
@@ -176,9 +184,13 @@ func (s *searchState) bound(nd *node, c, k, rest, rr int) (u, stp float64) {
 		mn = math.Min(mn, t.data[base+2*t.W+k-1])
 	}
 	if rest != 0 {
-		stp += s.bnd.at(rest, rr, b0STP)
+		if s.stpRow >= 0 {
+			stp += s.bnd.at(rest, rr, s.stpRow)
+		} else {
+			stp += s.stpUB[rest>>1]
+		}
 		if unf {
-			mx = math.Max(mx, s.bnd.at(rest, rr, b0LbMax))
+			mx = math.Max(mx, s.bnd.at(rest, rr, s.lbRow))
 			mn = math.Min(mn, s.ubMin[rest>>1])
 		}
 	}
@@ -306,8 +318,11 @@ func (s *searchState) newWorker() *worker {
 func (w *worker) dfs(d, R, r int) bool {
 	s := w.s
 	w.nvis++
-	if w.nvis&1023 == 0 && !s.deadline.IsZero() && time.Now().After(s.deadline) {
-		s.stop.Store(true)
+	if w.nvis&1023 == 0 {
+		s.visited.Add(1024)
+		if !s.deadline.IsZero() && time.Now().After(s.deadline) {
+			s.stop.Store(true)
+		}
 	}
 	if s.stop.Load() {
 		return false
@@ -530,7 +545,6 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 	type kid struct {
 		c, k  int
 		u, st float64
-		done  bool
 	}
 	full := (1 << uint(n)) - 1
 	var kids []kid
@@ -550,10 +564,46 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 		}
 		return kids[a].c < kids[b].c || kids[a].c == kids[b].c && kids[a].k < kids[b].k
 	})
+	fin := make([]atomic.Bool, len(kids)) // root child i finished (explored or pruned)
 	var nodes atomic.Int64
 	nodes.Add(w.nvis)
 	var rootDone atomic.Int64
 	remaining := total - done.Load()
+	// gap is the proven relative gap of the incumbent: the best bound of the root children
+	// not finished yet (sorted best first, so the first of them) against it.
+	gap := func() float64 {
+		bu := math.Float64frombits(s.incU.Load())
+		bs := math.Float64frombits(s.incS.Load())
+		for i := range kids {
+			kd := &kids[i]
+			if fin[i].Load() || s.prune(kd.u, kd.st) {
+				continue
+			}
+			if o == MaxSTP {
+				return math.Max(0, (kd.st-bs)/bs)
+			}
+			return math.Max(0, (bu-kd.u)/bu)
+		}
+		return 0
+	}
+	stopStatus := func() {}
+	if opt.Status != nil {
+		quit, ended := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(ended)
+			t := time.NewTicker(statusEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-quit:
+					return
+				case <-t.C:
+					opt.Status(s.visited.Load(), gap())
+				}
+			}
+		}()
+		stopStatus = func() { close(quit); <-ended }
+	}
 	parallelRange(0, len(kids), jobs, 1, func(lo, hi int) {
 		w := s.newWorker()
 		w.nodes[0] = *root
@@ -561,7 +611,7 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 		for i := lo; i < hi; i++ {
 			kd := &kids[i]
 			if s.prune(kd.u, kd.st) {
-				kd.done = true
+				fin[i].Store(true)
 				continue
 			}
 			if !s.deadline.IsZero() && time.Now().After(s.deadline) {
@@ -572,7 +622,7 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 			}
 			s.child(root, kd.c, kd.k, &w.nodes[1])
 			w.path = append(w.path[:0], choice{uint32(kd.c), int8(kd.k)})
-			kd.done = w.dfs(1, full^kd.c, W-kd.k)
+			fin[i].Store(w.dfs(1, full^kd.c, W-kd.k))
 		}
 		nodes.Add(w.nvis)
 		if opt.Progress != nil {
@@ -580,6 +630,7 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 			opt.Progress(total-remaining+remaining*d/int64(max(1, len(kids))), total)
 		}
 	})
+	stopStatus()
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -595,8 +646,8 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 	if s.stop.Load() {
 		// The best bound of the unfinished root children (the others are proven).
 		bu, bs := s.bu, s.bs
-		for _, kd := range kids {
-			if !kd.done && !s.prune(kd.u, kd.st) {
+		for i, kd := range kids {
+			if !fin[i].Load() && !s.prune(kd.u, kd.st) {
 				bu, bs = math.Min(bu, kd.u), math.Max(bs, kd.st)
 			}
 		}

@@ -77,6 +77,14 @@ func (s *searchState) buildTables(jobs int, tick func(int64)) {
 	}
 	tabs := buildClusterTables(apps, s.W, ops, val, jobs, tick)
 	s.tab = tabs[0]
+	s.stpRow, s.lbRow = b0STP, b0LbMax
+	if unf && bus == nil {
+		// STP only breaks ties of unfairness: a per-application bound instead of a DP row
+		// halves the DP (the O(3^n) part that dominates at 18–20 applications)
+		spec0 = spec0[1:]
+		s.stpRow, s.lbRow = -1, 0
+		s.stpUB = stpUBTable(sd)
+	}
 	s.bnd = buildBoundTable(s.tab, spec0, jobs, tick)
 	for l := 1; l <= len(levels); l++ {
 		s.lv = append(s.lv, level{thr: bus.thr(bus.P[l]), tab: tabs[l], bnd: buildBoundTable(tabs[l], specL, jobs, tick)})
@@ -114,6 +122,31 @@ func ubMinTable(apps []*profile.Table, sd [][]float64, bus *busBounds) []float64
 	for R := 2; R < N; R += 2 {
 		low := R & -R
 		ub[R>>1] = math.Min(ub[(R^low)>>1], maxS[bits.TrailingZeros(uint(low))])
+	}
+	return ub
+}
+
+// stpUBTable bounds the cache-only STP of every set R without application 0:
+//
+//	stpUB[R] = Σ_{i∈R} 1 / min_{0≤f≤W} S_i(f),
+//
+// valid because every application's slowdown at any share is at least the minimum of its
+// piecewise-linear curve (MODEL.md §3.2: the extremes lie at the breakpoints).
+func stpUBTable(sd [][]float64) []float64 {
+	n := len(sd)
+	N := 1 << uint(n)
+	best := make([]float64, n)
+	for i := range sd {
+		m := profile.Interp(sd[i], 0)
+		for _, x := range sd[i] {
+			m = math.Min(m, x)
+		}
+		best[i] = 1 / m
+	}
+	ub := make([]float64, N/2)
+	for R := 2; R < N; R += 2 {
+		low := R & -R
+		ub[R>>1] = ub[(R^low)>>1] + best[bits.TrailingZeros(uint(low))]
 	}
 	return ub
 }

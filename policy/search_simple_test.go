@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"fmt"
+	"math"
 	"math/bits"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"colo/perfmodel"
@@ -89,5 +92,74 @@ func TestLagBoundBrackets(t *testing.T) {
 	t.Logf("%d checks, %d tighter", checked, tighter)
 	if checked < 500 || tighter == 0 {
 		t.Errorf("%d checks, %d below the bound without a model", checked, tighter)
+	}
+}
+
+// The answer of the exact search does not depend on the number of workers or of cores:
+// 10–12 applications of the bench mix with every bandwidth model, both objectives, 1–4
+// workers under GOMAXPROCS 1 and 2 give the same clustering and bit-identical objectives.
+func TestSearchDeterministicAcrossWorkers(t *testing.T) {
+	set, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tc struct {
+		n     int
+		model perfmodel.Options
+	}
+	cases := []tc{{12, perfmodel.Options{}}, {11, perfmodel.Options{BW: perfmodel.Stalls, MaxBW: 25000}},
+		{10, perfmodel.Options{BW: perfmodel.Simple, MaxBW: 15000}}, {10, perfmodel.Options{BW: perfmodel.Morad, MaxBW: 30000}}}
+	if testing.Short() {
+		cases = cases[2:3]
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range cases {
+		apps, err := set.Lookup(benchNames[:c.n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := Input{Machine: skx(t), Apps: apps, Model: c.model}
+		for _, o := range []Objective{MaxSTP, MinUnf} {
+			var ref string
+			for _, procs := range []int{1, 2} {
+				runtime.GOMAXPROCS(procs)
+				for jobs := 1; jobs <= 4; jobs++ {
+					s, err := Search(in, o, Options{Jobs: jobs})
+					if err != nil {
+						t.Fatal(err)
+					}
+					r, err := Evaluate(in, s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := fmt.Sprintf("%#x STP %x unf %x", s.AppMasks(c.n), math.Float64bits(r.STP), math.Float64bits(r.Unfairness))
+					if ref == "" {
+						ref = got
+					} else if got != ref {
+						t.Errorf("%d apps %s obj %d: GOMAXPROCS %d, %d workers: %s; GOMAXPROCS 1, 1 worker: %s", c.n, c.model.BW, o, procs, jobs, got, ref)
+					}
+				}
+			}
+		}
+	}
+}
+
+// opt-* report their progress: the last call has every composition of W into n parts.
+func TestOptStrictProgress(t *testing.T) {
+	set, _ := profile.Default()
+	apps, err := set.Lookup(benchNames[:6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done, total int64
+	calls := 0
+	opt := DefaultOptions()
+	opt.Progress = func(d, tot int64) { done, total, calls = d, tot, calls+1 }
+	s, err := Run("opt-unf", Input{Machine: skx(t), Apps: apps}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 252 || done != total || s.Nodes != total || calls < 2 { // C(10, 5)
+		t.Errorf("progress %d/%d after %d calls, %d nodes; want 252/252", done, total, calls, s.Nodes)
 	}
 }

@@ -35,3 +35,7 @@ fi
 # containerd v2 + runc + crictl for colo agent's NRI test (and the k8s module), built from
 # the Go module proxy into $HOME/.cache/colo-containerd only when missing.
 bash "$(dirname "$0")/build-containerd.sh" >/dev/null
+
+# HiGHS (highspy, PyPI) for policy's MILP cross-check of the exact search, in a venv under
+# $HOME/.cache/colo-highs only when missing.
+bash "$(dirname "$0")/setup-highs.sh"

@@ -34,6 +34,7 @@ type agentFlags struct {
 	options     string
 	interval    time.Duration
 	monInterval time.Duration
+	profiles    string
 	stateDir    string
 	runtime     string
 	logFormat   string
@@ -71,8 +72,9 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.options, "policy-options", "", "YAML file with a scheduler block (the keys of a benchmark's benchmark.scheduler)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "sampling and decision period (at least 20ms)")
 	fl.DurationVar(&f.monInterval, "mon-interval", time.Second, "how often each container's resctrl monitoring counters (occupancy, MBM) are read; 0: every --interval")
+	fl.StringVar(&f.profiles, "profiles", "", "a colo predict data directory (Bubble-Up profiles): containers whose image has one get colo_predicted_slowdown")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/colo", "where the journal of the agent's resctrl changes lives")
-	fl.StringVar(&f.runtime, "runtime", "docker", "container runtime to follow: docker, nri or process")
+	fl.StringVar(&f.runtime, "runtime", "docker", "container runtime to follow: docker or nri")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.nriSocket, "nri-socket", agent.DefaultNRISocket, "containerd's NRI socket (--runtime nri)")
@@ -119,18 +121,22 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return badInput(err)
 	}
+	pred, err := agentPredictor(f.profiles)
+	if err != nil {
+		return err
+	}
 	var disc agent.Discovery
 	switch f.runtime {
 	case "docker":
 		disc = &agent.Docker{Log: log}
-	case "nri", "process":
+	case "nri":
 		nd, err := newDiscovery(f, log)
 		if err != nil {
 			return err
 		}
 		disc = nd
 	default:
-		return badInputf("--runtime %q: use docker, nri or process", f.runtime)
+		return badInputf("--runtime %q: use docker or nri (following plain processes, --runtime process, is not implemented)", f.runtime)
 	}
 	root := resctrl.ResolveRoot(f.resctrlRoot)
 	if _, err := os.Stat(filepath.Join(root, "info")); err != nil {
@@ -202,7 +208,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	a, err := agent.New(agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
 		Host:     &agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
-		Interval: f.interval, MonInterval: f.monInterval, Select: sel, StateDir: f.stateDir, Log: log})
+		Interval: f.interval, MonInterval: f.monInterval, Select: sel, Predictor: pred, StateDir: f.stateDir, Log: log})
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,8 @@ import (
 
 // newDiscovery builds the non-Docker discoveries of colo agent.
 func newDiscovery(f agentFlags, log *slog.Logger) (agent.Discovery, error) {
-	switch f.runtime {
-	case "nri":
-		return &agent.NRI{Socket: f.nriSocket, Log: log}, nil
-	default:
-		return nil, fmt.Errorf("--runtime %s: following plain processes is not supported by colo agent yet; use --runtime docker or nri", f.runtime)
+	if f.runtime != "nri" {
+		return nil, fmt.Errorf("--runtime %s: not a runtime colo agent follows; use docker or nri", f.runtime)
 	}
+	return &agent.NRI{Socket: f.nriSocket, Log: log}, nil
 }

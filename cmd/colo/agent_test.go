@@ -34,7 +34,10 @@ func TestAgentBadInput(t *testing.T) {
 		{[]string{"--policy-options", unknown}, unknown + ":4: dcat: unknown scheduler.options key \"no_such_key\""},
 		{[]string{"--policy", "no-such-policy"}, "no-such-policy"},
 		{[]string{"--interval", "5ms"}, "at least 20ms"},
-		{[]string{"--runtime", "podman"}, "use docker, nri or process"},
+		{[]string{"--runtime", "podman"}, "use docker or nri"},
+		{[]string{"--runtime", "process"}, "--runtime process, is not implemented"},
+		{[]string{"--mon-interval", "-1s"}, "--mon-interval -1s"},
+		{[]string{"--profiles", dir}, "reporter_sensitivity.csv"},
 	} {
 		args := append([]string{"agent", "--resctrl-root", root, "--state-dir", dir, "--listen", "127.0.0.1:0"}, c.args...)
 		_, stderr, err := runSplit(t, args...)

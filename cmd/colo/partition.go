@@ -136,8 +136,10 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 					opt.Thresholds = thr
 					opt.Jobs = jobs
 					opt.TimeLimit = timeLimit
-					bar := bars.Start(0, fmt.Sprintf("W%d %s", wi+1, pn), progress.Unit("steps"))
+					label := fmt.Sprintf("W%d %s", wi+1, pn)
+					bar := bars.Start(0, label, progress.Unit("steps"))
 					opt.Progress = bar.Update
+					opt.Status = searchStatus(bar, label)
 					t0 := time.Now()
 					sol, err := policy.Run(pn, in, opt)
 					secs := time.Since(t0).Seconds()

@@ -12,6 +12,7 @@ import (
 
 	"colo/cbm"
 	"colo/resctrl"
+	rt "colo/runtime"
 
 	"github.com/spf13/cobra"
 )
@@ -128,23 +129,13 @@ func threadsOfPID(v string) ([]int, error) {
 	return out, nil
 }
 
+// threadsOfCgroup lists the threads of the cgroup v2 directory dir.
 func threadsOfCgroup(dir string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.threads"))
-	if err != nil {
-		return nil, err
+	tids, err := rt.Cgroup{Version: 2, Dirs: map[string]string{"": dir}}.Threads()
+	if err == nil && len(tids) == 0 {
+		err = fmt.Errorf("%s has no threads", dir)
 	}
-	var out []int
-	for _, l := range strings.Fields(string(b)) {
-		t, err := strconv.Atoi(l)
-		if err != nil {
-			return nil, fmt.Errorf("%s/cgroup.threads: %q is not a thread ID", dir, l)
-		}
-		out = append(out, t)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s has no threads", dir)
-	}
-	return out, nil
+	return tids, err
 }
 
 var unsafeGroupChars = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -133,6 +133,18 @@ type Sample struct {
 	OccupancyBytes float64
 }
 
+// take removes the first win instructions from the counts accumulated over the current
+// interval and returns their cycles and LLC misses (in proportion: the counts of a sample
+// that straddles two intervals are split by its instructions).
+func (x *Sample) take(win float64) (cycles, misses float64) {
+	frac := win / x.Instructions
+	cycles, misses = x.Cycles*frac, x.LLCMisses*frac
+	x.Instructions -= win
+	x.Cycles -= cycles
+	x.LLCMisses -= misses
+	return cycles, misses
+}
+
 // LLCMPKC is LLC misses per kilo-cycle, LFOC+'s contentiousness metric (seed001.md §1.2).
 func LLCMPKC(misses, cycles float64) float64 {
 	if cycles <= 0 {
@@ -361,11 +373,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 // interval closes one monitoring interval of an application outside sampling: warm-up,
 // then the phase detector.
 func (c *Controller) interval(a *app, win float64) {
-	frac := win / a.acc.Instructions
-	cyc, miss := a.acc.Cycles*frac, a.acc.LLCMisses*frac
-	a.acc.Instructions -= win
-	a.acc.Cycles -= cyc
-	a.acc.LLCMisses -= miss
+	cyc, miss := a.acc.take(win)
 	if a.warm > 0 {
 		a.warm--
 		if a.warm == 0 {
@@ -460,11 +468,7 @@ func (c *Controller) startSampling() {
 func (c *Controller) samplingInterval(a *app) bool {
 	s := c.cur
 	win := c.opt.SamplingInstructions
-	frac := win / a.acc.Instructions
-	cyc, miss := a.acc.Cycles*frac, a.acc.LLCMisses*frac
-	a.acc.Instructions -= win
-	a.acc.Cycles -= cyc
-	a.acc.LLCMisses -= miss
+	cyc, miss := a.acc.take(win)
 	if s.settle > 0 {
 		s.settle--
 		return false
