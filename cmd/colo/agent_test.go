@@ -10,15 +10,12 @@ import (
 	"time"
 
 	"colo/agent"
-	"colo/internal/testenv"
-	"colo/resctrl/emu"
 )
 
 // Bad input to colo agent exits 2 with the file:line of a bad --policy-options file, and
 // nothing is created on the mount; a port in use is a runtime failure named before
 // resctrl is touched.
 func TestAgentBadInput(t *testing.T) {
-	testenv.Need(t, "FUSE (apt-get install fuse3; scripts/setup.sh installs it)", emu.FUSEAvailable())
 	root := mountForJSON(t)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "policy.yaml")

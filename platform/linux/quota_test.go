@@ -48,10 +48,7 @@ func throttledCount(t *testing.T, dir string) (int64, string) {
 func TestCPUQuotaOnContainer(t *testing.T) {
 	e := newEnv(t)
 	bm := parseBench(t, smokeYAML)
-	pf, err := New(bm, e.options(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, e.options(nil))
 	defer pf.Close()
 	if why := platform.CPUQuotaUnavailable(pf); why != "" {
 		t.Fatalf("linux platform reports no quota actuator: %s", why)
