@@ -76,11 +76,7 @@ func (r *srig) stop(id string) {
 
 func (r *srig) decide(ss []Sample) (Decision, bool) {
 	r.t.Helper()
-	d, ok, err := r.c.Step(r.m.Now(), ss)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return d, ok
+	return step(r.t, r.c, r.m.Now(), ss)
 }
 
 func (r *srig) apply(d Decision, ok bool) {
