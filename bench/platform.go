@@ -2,10 +2,8 @@ package bench
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 
+	"colo/internal/registry"
 	"colo/platform"
 )
 
@@ -30,34 +28,18 @@ type Platform interface {
 // PlatformFactory builds a platform for a benchmark.
 type PlatformFactory func(bm *Benchmark) (Platform, error)
 
-var (
-	pfMu      sync.RWMutex
-	platforms = map[string]PlatformFactory{}
-)
+var platforms = registry.New[PlatformFactory]("bench: platform")
 
 // RegisterPlatform makes a platform available by name (`benchmark.platform`). The sim
 // platform registers itself; the linux platform registers from its package's init.
-func RegisterPlatform(name string, f PlatformFactory) {
-	pfMu.Lock()
-	defer pfMu.Unlock()
-	if _, dup := platforms[name]; dup {
-		panic("bench: platform " + name + " registered twice")
-	}
-	platforms[name] = f
-}
+func RegisterPlatform(name string, f PlatformFactory) { platforms.Register(name, f) }
 
 // PlatformNames lists the registered platforms.
-func PlatformNames() []string {
-	pfMu.RLock()
-	defer pfMu.RUnlock()
-	return slices.Sorted(maps.Keys(platforms))
-}
+func PlatformNames() []string { return platforms.Names() }
 
 // NewPlatform builds the benchmark's platform.
 func NewPlatform(bm *Benchmark) (Platform, error) {
-	pfMu.RLock()
-	f, ok := platforms[bm.Platform]
-	pfMu.RUnlock()
+	f, ok := platforms.Get(bm.Platform)
 	if !ok {
 		return nil, fmt.Errorf("platform %q is not available in this build (have %v)", bm.Platform, PlatformNames())
 	}

@@ -11,14 +11,13 @@ package sched
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"colo/internal/registry"
 	"colo/machine"
 	"colo/metric"
 	"colo/probe"
@@ -292,34 +291,18 @@ type Env struct {
 // Factory builds a scheduler; it validates Config (including Options) and says what to fix.
 type Factory func(Env) (Scheduler, error)
 
-var (
-	regMu    sync.RWMutex
-	registry = map[string]Factory{}
-)
+var schedulers = registry.New[Factory]("sched: scheduler")
 
 // Register makes a scheduler available by name (`scheduler: {implementation: NAME}`).
 // Call it from an init function; registering a name twice panics.
-func Register(name string, f Factory) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := registry[name]; dup {
-		panic("sched: scheduler " + name + " registered twice")
-	}
-	registry[name] = f
-}
+func Register(name string, f Factory) { schedulers.Register(name, f) }
 
 // Names lists the registered schedulers, sorted.
-func Names() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	return slices.Sorted(maps.Keys(registry))
-}
+func Names() []string { return schedulers.Names() }
 
 // New builds the named scheduler.
 func New(name string, env Env) (Scheduler, error) {
-	regMu.RLock()
-	f, ok := registry[name]
-	regMu.RUnlock()
+	f, ok := schedulers.Get(name)
 	if !ok {
 		return nil, fmt.Errorf("unknown scheduler %q (known: %v)", name, Names())
 	}

@@ -42,6 +42,7 @@ import (
 
 	"colo/metric"
 	"colo/policy"
+	"colo/policy/ctlsched"
 	"colo/policy/dcat"
 )
 
@@ -131,6 +132,18 @@ type Sample struct {
 	LLCMisses    float64
 	// OccupancyBytes is the LLC occupancy at the end of the interval (CMT).
 	OccupancyBytes float64
+}
+
+// take removes the first win instructions from the counts accumulated over the current
+// interval and returns their cycles and LLC misses (in proportion: the counts of a sample
+// that straddles two intervals are split by its instructions).
+func (x *Sample) take(win float64) (cycles, misses float64) {
+	frac := win / x.Instructions
+	cycles, misses = x.Cycles*frac, x.LLCMisses*frac
+	x.Instructions -= win
+	x.Cycles -= cycles
+	x.LLCMisses -= misses
+	return cycles, misses
 }
 
 // LLCMPKC is LLC misses per kilo-cycle, LFOC+'s contentiousness metric (seed001.md §1.2).
@@ -294,14 +307,11 @@ func (c *Controller) event(kind, id, f string, a ...any) {
 // Step feeds counter deltas up to now and returns a decision when the masks must change
 // (sampling steps, the end of sampling, the 500 ms partitioning, arrivals and departures).
 func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, error) {
-	for _, s := range samples {
-		if _, ok := c.apps[s.ID]; !ok {
-			return Decision{}, false, fmt.Errorf("lfoc+: sample for unknown application %q", s.ID)
-		}
-		if s.Instructions < 0 || s.Cycles < 0 || s.LLCMisses < 0 || s.OccupancyBytes < 0 ||
-			math.IsNaN(s.Instructions+s.Cycles+s.LLCMisses+s.OccupancyBytes) {
-			return Decision{}, false, fmt.Errorf("lfoc+: sample for %q has a negative or NaN counter: %+v", s.ID, s)
-		}
+	known := func(id string) bool { _, ok := c.apps[id]; return ok }
+	if err := ctlsched.CheckSamples("lfoc+", samples, known, func(s Sample) (string, time.Duration, []float64) {
+		return s.ID, 0, []float64{s.Instructions, s.Cycles, s.LLCMisses, s.OccupancyBytes}
+	}); err != nil {
+		return Decision{}, false, err
 	}
 	c.now = now
 	if !c.started {
@@ -361,11 +371,7 @@ func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, 
 // interval closes one monitoring interval of an application outside sampling: warm-up,
 // then the phase detector.
 func (c *Controller) interval(a *app, win float64) {
-	frac := win / a.acc.Instructions
-	cyc, miss := a.acc.Cycles*frac, a.acc.LLCMisses*frac
-	a.acc.Instructions -= win
-	a.acc.Cycles -= cyc
-	a.acc.LLCMisses -= miss
+	cyc, miss := a.acc.take(win)
 	if a.warm > 0 {
 		a.warm--
 		if a.warm == 0 {
@@ -460,11 +466,7 @@ func (c *Controller) startSampling() {
 func (c *Controller) samplingInterval(a *app) bool {
 	s := c.cur
 	win := c.opt.SamplingInstructions
-	frac := win / a.acc.Instructions
-	cyc, miss := a.acc.Cycles*frac, a.acc.LLCMisses*frac
-	a.acc.Instructions -= win
-	a.acc.Cycles -= cyc
-	a.acc.LLCMisses -= miss
+	cyc, miss := a.acc.take(win)
 	if s.settle > 0 {
 		s.settle--
 		return false

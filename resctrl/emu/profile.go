@@ -141,28 +141,20 @@ func (p *Profile) Validate() error {
 // Clone returns a deep copy that can be changed without touching p.
 func (p *Profile) Clone() *Profile {
 	c := *p
-	if p.L3 != nil {
-		x := *p.L3
-		c.L3 = &x
-	}
-	if p.L2 != nil {
-		x := *p.L2
-		c.L2 = &x
-	}
-	if p.MB != nil {
-		x := *p.MB
-		c.MB = &x
-	}
-	if p.SMBA != nil {
-		x := *p.SMBA
-		c.SMBA = &x
-	}
+	c.L3, c.L2, c.MB, c.SMBA, c.Mon = clone(p.L3), clone(p.L2), clone(p.MB), clone(p.SMBA), clone(p.Mon)
 	if p.Mon != nil {
-		x := *p.Mon
-		x.Features = append([]string(nil), p.Mon.Features...)
-		c.Mon = &x
+		c.Mon.Features = slices.Clone(p.Mon.Features)
 	}
 	return &c
+}
+
+// clone is a copy of *p (nil for nil).
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	x := *p
+	return &x
 }
 
 var allMonFeatures = []string{"llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"}

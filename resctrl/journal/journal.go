@@ -39,6 +39,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,22 +157,19 @@ func (r *Record) owns(path string) bool {
 
 // SetRun records a colo run's container label and network.
 func (j *Journal) SetRun(run, network string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.r.Run, j.r.Network = run, network
-	return j.save()
+	return j.update(func(r *Record) bool { r.Run, r.Network = run, network; return true })
 }
 
 // SaveDefault records system/default's schemata before the instance first changes it;
 // later calls keep the first value.
 func (j *Journal) SaveDefault(schemata string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.r.Default != "" {
-		return nil
-	}
-	j.r.Default = schemata
-	return j.save()
+	return j.update(func(r *Record) bool {
+		if r.Default != "" {
+			return false
+		}
+		r.Default = schemata
+		return true
+	})
 }
 
 // HasDefault reports whether system/default's original schemata is recorded.
@@ -183,43 +181,42 @@ func (j *Journal) HasDefault() bool {
 
 // ClearDefault forgets the saved default (after the instance restored it).
 func (j *Journal) ClearDefault() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.r.Default == "" {
-		return nil
-	}
-	j.r.Default = ""
-	return j.save()
+	return j.update(func(r *Record) bool {
+		changed := r.Default != ""
+		r.Default = ""
+		return changed
+	})
 }
 
 // AddGroup records a group before it is created.
 func (j *Journal) AddGroup(path string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, g := range j.r.Groups {
-		if g == path {
-			return nil
+	return j.update(func(r *Record) bool {
+		if slices.Contains(r.Groups, path) {
+			return false
 		}
-	}
-	j.r.Groups = append(j.r.Groups, path)
-	return j.save()
+		r.Groups = append(r.Groups, path)
+		return true
+	})
 }
 
 // DropGroup forgets a group after it was removed (a CTRL_MON group's MON groups go
 // with it).
 func (j *Journal) DropGroup(path string) error {
+	return j.update(func(r *Record) bool {
+		n := len(r.Groups)
+		r.Groups = slices.DeleteFunc(r.Groups, func(g string) bool { return g == path || strings.HasPrefix(g, path+"/") })
+		return len(r.Groups) != n
+	})
+}
+
+// update applies change to the record under the lock and writes the record when change
+// reports that it changed something.
+func (j *Journal) update(change func(r *Record) bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := j.r.Groups[:0]
-	for _, g := range j.r.Groups {
-		if g != path && !strings.HasPrefix(g, path+"/") {
-			out = append(out, g)
-		}
-	}
-	if len(out) == len(j.r.Groups) {
+	if !change(&j.r) {
 		return nil
 	}
-	j.r.Groups = out
 	return j.save()
 }
 
