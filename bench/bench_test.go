@@ -19,6 +19,16 @@ func parse(t *testing.T, y string) (*Benchmark, error) {
 	return Parse("t.yaml", []byte(y), noEnv)
 }
 
+// mustParse parses y, failing the test on an error.
+func mustParse(t *testing.T, y string) *Benchmark {
+	t.Helper()
+	bm, err := parse(t, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bm
+}
+
 func wantErrAt(t *testing.T, y string, line int, frag string) {
 	t.Helper()
 	_, err := parse(t, y)
@@ -49,10 +59,7 @@ containers:
 `
 
 func TestParseStatic(t *testing.T) {
-	bm, err := parse(t, staticOK)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, staticOK)
 	if bm.Platform != "sim" || bm.Machine.Name != "icx-4314-2s" || len(bm.Jobs) != 2 {
 		t.Fatalf("%+v", bm)
 	}
@@ -177,10 +184,7 @@ func runWith(t *testing.T, bm *Benchmark, name string, fp *fakePlatform) (*Resul
 }
 
 func TestRunDynamicBeatsLeastLoadedOnTippingJobs(t *testing.T) {
-	bm, err := parse(t, genOK)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, genOK)
 	ll, _ := runWith(t, bm, "least-loaded", newFake(bm.Machine))
 	dy, mem := runWith(t, bm, "dynamic", newFake(bm.Machine))
 	a, b := Summarize(ll, 0), Summarize(dy, 0)
@@ -213,10 +217,7 @@ func TestRunDynamicBeatsLeastLoadedOnTippingJobs(t *testing.T) {
 }
 
 func TestFailedProbeKeepsJobRunningUnallocated(t *testing.T) {
-	bm, err := parse(t, staticOK)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, staticOK)
 	fp := newFake(bm.Machine)
 	fp.failAlloc[0] = true // the priority job "db" can never get a group
 	res, mem := runWith(t, bm, "dynamic", fp)
@@ -290,10 +291,7 @@ func TestSummaryJSONMatchesEncodingJSON(t *testing.T) {
 
 // TestJSONKeys pins the stable keys of `colo run --json` (issue #5 item 6).
 func TestJSONKeys(t *testing.T) {
-	bm, err := parse(t, genOK)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, genOK)
 	res, _ := runWith(t, bm, "least-loaded", newFake(bm.Machine))
 	rep := &Report{Benchmark: bm.Name, Schedulers: []Summary{Summarize(res, 0)}}
 	b, err := json.Marshal(rep)

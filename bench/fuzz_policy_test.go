@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"colo/bench"
-	"colo/machine"
+	"colo/internal/machinetest"
 	_ "colo/policy/dcat" // the controllers register their schedulers and options
 	_ "colo/policy/lfocplus"
 	_ "colo/policy/vp"
@@ -18,10 +18,7 @@ func FuzzControllerOptions(f *testing.F) {
 	f.Add([]byte("scheduler:\n  implementation: dcat\n  options:\n    baseline: 2\n    policy: max-fairness\n"))
 	f.Add([]byte("scheduler: {tick_t: 0.5, options: {window: 3, lfoc+.period_t: 0.1}}\n"))
 	f.Add([]byte("scheduler: {options: {baselines: {a: 40}, dcat.period_t: 1e300}}\n"))
-	m, err := machine.Get("skx-6138")
-	if err != nil {
-		f.Fatal(err)
-	}
+	m := machinetest.Get(f, "skx-6138")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, name := range sched.Names() {
 			cfg, err := bench.ParseScheduler("p.yaml", b, m, name)

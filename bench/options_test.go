@@ -4,18 +4,15 @@ import (
 	"strings"
 	"testing"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	_ "colo/policy/vp" // registers vp
 )
 
 // A controller option's error points at its own line of a policy file.
 func TestPolicyFileOptionLine(t *testing.T) {
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, "icx-4314-2s")
 	text := "scheduler:\n  implementation: vp\n  options:\n    window: 2\n    vp.relax_after: 2.5\n"
-	_, err = ParseScheduler("pol.yaml", []byte(text), m, "")
+	_, err := ParseScheduler("pol.yaml", []byte(text), m, "")
 	if err == nil || !strings.Contains(err.Error(), "pol.yaml:5: vp: scheduler.options.relax_after = 2.5 must be a whole number") {
 		t.Fatalf("got %v", err)
 	}

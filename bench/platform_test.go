@@ -67,10 +67,7 @@ containers:
 // YAML's icx-4314-2s, but fits the platform's 20-core socket. The scheduler must be built
 // for the platform's machine, and the report must name it.
 func TestRunAllUsesThePlatformsMachine(t *testing.T) {
-	bm, err := parse(t, wideJob)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, wideJob)
 	bm.Platform = "test-host"
 	for _, name := range []string{"least-loaded", "dynamic"} {
 		rep, err := RunAll(bm, []string{name}, RunOptions{})
@@ -120,10 +117,7 @@ containers:
 // job admitted before it, or its own), and a 0.3 s job sampled every 100 ms gets its
 // samples before it ends.
 func TestStartTakesPlatformTime(t *testing.T) {
-	bm, err := parse(t, slowStartYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, slowStartYAML)
 	fp := slowStart{newFake(bm.Machine), 500 * time.Millisecond}
 	s := mustSched(t, bm, "least-loaded")
 	mem := &Memory{}
@@ -181,10 +175,7 @@ containers:
 // neither probes nor creates a buffer CLOS, and says why once, in the decision log and
 // in the summary.
 func TestDynamicDoesNotProbeWithoutIPCE(t *testing.T) {
-	bm, err := parse(t, prioYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, prioYAML)
 	bm.Platform = "test-no-ipce"
 	mem := &Memory{}
 	rep, err := RunAll(bm, []string{"dynamic"}, RunOptions{Recorder: func(string) (Recorder, func(Summary) error, error) {

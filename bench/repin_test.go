@@ -37,7 +37,7 @@ func (q quotaFake) SetQuota(id int, v float64) error { q.quotas[id] = v; return 
 
 // Re-pins move a job to exactly the cores asked (inside its socket: a "repin" event; to the
 // other socket: a migration) and refuse busy or too few cores with a warning; CPU quotas
-// reach a platform that has them (bench.QuotaSetter) and are refused with a warning
+// reach a platform that has them (platform.QuotaSetter) and are refused with a warning
 // elsewhere.
 func TestRepinAndQuota(t *testing.T) {
 	y := `benchmark:
@@ -50,10 +50,7 @@ containers:
   b: {workload: "flat:0.6", core: [2]}
 `
 	for _, withQuota := range []bool{true, false} {
-		bm, err := parse(t, y)
-		if err != nil {
-			t.Fatal(err)
-		}
+		bm := mustParse(t, y)
 		base, _ := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
 		s := &scripted{Scheduler: base, placed: map[time.Duration]map[int][]int{}, at: map[time.Duration]sched.Decisions{
 			2 * time.Second: {Repin: []sched.Repin{{Job: 0, CPUs: []int{5, 6}}}, Quota: []sched.QuotaChange{{Job: 1, Quota: 0.7}}},

@@ -32,10 +32,7 @@ containers:
 // its ways (faster than alone: S < 1) and the flat job loses 0.005 IPCE per way the other
 // holds (S > 1); the row's metrics are the metric package's over those slowdowns.
 func TestCompareSlowdowns(t *testing.T) {
-	bm, err := parse(t, slowdownPair)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, slowdownPair)
 	bm.Platform = "test-fake"
 	rows, err := Compare(bm, []string{Shared, "dynamic"})
 	if err != nil {
@@ -66,10 +63,7 @@ func TestCompareSlowdowns(t *testing.T) {
 // RunScheduler, like RunAll, builds the scheduler for the platform's machine (linux
 // detects the host), not the YAML's: the 20-core job fits test-host's 20-core socket.
 func TestRunSchedulerUsesThePlatformsMachine(t *testing.T) {
-	bm, err := parse(t, wideJob)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, wideJob)
 	bm.Platform = "test-host"
 	for _, name := range []string{Shared, "dynamic"} {
 		res, err := RunScheduler(bm, name, nil)

@@ -10,10 +10,7 @@ import (
 
 // TestRunIntoStore writes a run through the store and reads it back.
 func TestRunIntoStore(t *testing.T) {
-	bm, err := parse(t, genOK)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, genOK)
 	st, err := store.Create(t.TempDir(), store.Meta{Name: bm.Name, Created: time.Unix(0, 0).UTC()})
 	if err != nil {
 		t.Fatal(err)

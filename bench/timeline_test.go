@@ -14,10 +14,7 @@ import (
 // moment the job stops; every probe segment's mask is the class's mask during the
 // segment.
 func TestAllocationTimelineEndsWhenJobsStop(t *testing.T) {
-	bm, err := parse(t, genOK)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, genOK)
 	_, mem := runWith(t, bm, "dynamic", newFake(bm.Machine))
 
 	type cls struct {
@@ -106,10 +103,7 @@ func TestJobsAfterMaxTNotStarted(t *testing.T) {
     start_t: 60
     length: 10
 `
-	bm, err := parse(t, y)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, y)
 	res, mem := runWith(t, bm, "least-loaded", newFake(bm.Machine))
 	s := Summarize(res, 0)
 	if s.JobsTotal != 4 || s.JobsStarted != 2 || s.JobsNotStarted != 2 || s.JobsQueuedAtEnd != 0 || s.JobsRejected != 0 {
@@ -177,17 +171,12 @@ containers:
 }
 
 func TestSchedulerOptionKeys(t *testing.T) {
-	bm, err := parse(t, staticOK)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := mustParse(t, staticOK)
 	if !bm.Sched.Reprobe || !bm.Sched.ForceMove || bm.Sched.Probe.CooldownT != time.Second {
 		t.Fatalf("defaults: reprobe %v force_move %v cooldown %v", bm.Sched.Reprobe, bm.Sched.ForceMove, bm.Sched.Probe.CooldownT)
 	}
 	y := strings.Replace(staticOK, "    implementation: dynamic\n", "    implementation: dynamic\n    reprobe: false\n    force_move_for_priority_admission: false\n    prober: {cooldown_t: 7.5}\n", 1)
-	if bm, err = parse(t, y); err != nil {
-		t.Fatal(err)
-	}
+	bm = mustParse(t, y)
 	if bm.Sched.Reprobe || bm.Sched.ForceMove || bm.Sched.Probe.CooldownT != 7500*time.Millisecond {
 		t.Fatalf("set: reprobe %v force_move %v cooldown %v", bm.Sched.Reprobe, bm.Sched.ForceMove, bm.Sched.Probe.CooldownT)
 	}

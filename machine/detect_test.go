@@ -44,6 +44,32 @@ func fakeHost(t *testing.T, vendor string, sockets, cores, threads, llcCores int
 	return root
 }
 
+// mustDetect is Detect(sysfs, resctrlRoot), failing the test on an error.
+func mustDetect(t *testing.T, sysfs, resctrlRoot string) *Profile {
+	t.Helper()
+	p, err := Detect(sysfs, resctrlRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// resctrlInfo writes the files of a fake resctrl mount's info directory under root/resctrl
+// and returns the mount's path. files is "PATH=VALUE ..." with PATH below info/, e.g.
+// "L3/cbm_mask=7ff L3/num_closids=16".
+func resctrlInfo(t *testing.T, root, files string) string {
+	t.Helper()
+	rc := filepath.Join(root, "resctrl")
+	for _, f := range strings.Fields(files) {
+		name, v, ok := strings.Cut(f, "=")
+		if !ok {
+			t.Fatalf("resctrlInfo: %q is not PATH=VALUE", f)
+		}
+		write(t, filepath.Join(rc, "info", filepath.FromSlash(name)), v)
+	}
+	return rc
+}
+
 func write(t *testing.T, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s+"\n"), 0o644); err != nil {
@@ -64,10 +90,7 @@ func write(t *testing.T, path, s string) {
 func TestDetectIcelakeWithoutResctrl(t *testing.T) {
 	t.Parallel()
 	root := fakeHost(t, "ven0000", 2, 16, 2, 16, "24576K", 12)
-	p, err := Detect(root, filepath.Join(root, "no-resctrl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustDetect(t, root, filepath.Join(root, "no-resctrl"))
 	if p.Vendor != Intel || p.Sockets != 2 || p.CoresPerSocket != 16 || p.ThreadsPerCore != 2 {
 		t.Fatalf("topology %s %d×%d×%d, want intel 2×16×2", p.Vendor, p.Sockets, p.CoresPerSocket, p.ThreadsPerCore)
 	}
@@ -85,20 +108,7 @@ func TestDetectIcelakeWithoutResctrl(t *testing.T) {
 func TestDetectSkylakeResctrlWaysFromCBMMask(t *testing.T) {
 	t.Parallel()
 	root := fakeHost(t, "ven0000", 1, 20, 1, 20, "28160K", 11)
-	rc := filepath.Join(root, "resctrl")
-	write(t, filepath.Join(rc, "info", "L3", "cbm_mask"), "7ff")
-	write(t, filepath.Join(rc, "info", "L3", "min_cbm_bits"), "1")
-	write(t, filepath.Join(rc, "info", "L3", "num_closids"), "16")
-	write(t, filepath.Join(rc, "info", "L3", "shareable_bits"), "600")
-	write(t, filepath.Join(rc, "info", "L3_MON", "num_rmids"), "176")
-	write(t, filepath.Join(rc, "info", "MB", "min_bandwidth"), "10")
-	write(t, filepath.Join(rc, "info", "MB", "bandwidth_gran"), "10")
-	write(t, filepath.Join(rc, "info", "MB", "num_closids"), "8")
-	write(t, filepath.Join(rc, "info", "MB", "delay_linear"), "1")
-	p, err := Detect(root, rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustDetect(t, root, resctrlInfo(t, root, "L3/cbm_mask=7ff L3/min_cbm_bits=1 L3/num_closids=16 L3/shareable_bits=600 L3_MON/num_rmids=176 MB/min_bandwidth=10 MB/bandwidth_gran=10 MB/num_closids=8 MB/delay_linear=1"))
 	if p.LLC.Ways != 11 || p.FullMask() != 0x7ff || p.CAT.NumCLOSIDs != 16 || p.CAT.ShareableBits != 0x600 || p.CAT.SparseMasks {
 		t.Fatalf("CAT %+v ways %d", p.CAT, p.LLC.Ways)
 	}
@@ -113,18 +123,7 @@ func TestDetectSkylakeResctrlWaysFromCBMMask(t *testing.T) {
 func TestDetectAMDPerCCXDomains(t *testing.T) {
 	t.Parallel()
 	root := fakeHost(t, "ven0002", 1, 32, 2, 8, "32768K", 16)
-	rc := filepath.Join(root, "resctrl")
-	write(t, filepath.Join(rc, "info", "L3", "cbm_mask"), "ffff")
-	write(t, filepath.Join(rc, "info", "L3", "min_cbm_bits"), "0")
-	write(t, filepath.Join(rc, "info", "L3", "num_closids"), "16")
-	write(t, filepath.Join(rc, "info", "L3", "sparse_masks"), "1")
-	write(t, filepath.Join(rc, "info", "MB", "min_bandwidth"), "0")
-	write(t, filepath.Join(rc, "info", "MB", "bandwidth_gran"), "1")
-	write(t, filepath.Join(rc, "info", "MB", "num_closids"), "16")
-	p, err := Detect(root, rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustDetect(t, root, resctrlInfo(t, root, "L3/cbm_mask=ffff L3/min_cbm_bits=0 L3/num_closids=16 L3/sparse_masks=1 MB/min_bandwidth=0 MB/bandwidth_gran=1 MB/num_closids=16"))
 	if p.Vendor != AMD || p.LLC.DomainsPerSocket != 4 || p.CoresPerDomain() != 8 || p.LLCDomains() != 4 {
 		t.Fatalf("want 4 CCX domains of 8 cores, got %d domains/socket (%+v)", p.LLC.DomainsPerSocket, p.LLC)
 	}

@@ -55,6 +55,14 @@ type openCall struct {
 	pid, cpu, group, flags int
 }
 
+// wantNoFDs requires every opened file descriptor to be closed.
+func (f *fakePMU) wantNoFDs(t *testing.T, what string) {
+	t.Helper()
+	if len(f.fds) != 0 {
+		t.Errorf("%d fds %s", len(f.fds), what)
+	}
+}
+
 func newFake() *fakePMU { return &fakePMU{fds: map[int]*fakeFD{}, next: 100} }
 
 func (f *fakePMU) Open(attr *unix.PerfEventAttr, pid, cpu, group, flags int) (int, error) {
@@ -131,7 +139,10 @@ func (f *fakePMU) advance(typ uint32, config uint64, cpu int, dv, de, dr uint64)
 	}
 }
 
+// collectLogs resets the once-per-process warnings and returns a Logf that records each
+// line (its first argument when it has one) and the lines recorded.
 func collectLogs() (*[]string, func(string, ...any)) {
+	resetWarnings()
 	var lines []string
 	return &lines, func(format string, args ...any) {
 		lines = append(lines, format)
@@ -229,13 +240,10 @@ func TestHardwarePathFaked(t *testing.T) {
 		t.Errorf("cycles multiplexed out must be unavailable, IPC %v", s.IPC())
 	}
 	c.Close()
-	if len(f.fds) != 0 {
-		t.Errorf("%d fds left open", len(f.fds))
-	}
+	f.wantNoFDs(t, "left open")
 }
 
 func TestFallbackToSoftware(t *testing.T) {
-	resetWarnings()
 	logs, logf := collectLogs()
 	f := newFake()
 	f.fail = func(a *unix.PerfEventAttr) error {
@@ -282,13 +290,10 @@ func TestFallbackToSoftware(t *testing.T) {
 	if len(*logs) != 1 || !strings.Contains((*logs)[0], "no hardware PMU") {
 		t.Errorf("want one warning naming the missing PMU, got %q", *logs)
 	}
-	if len(f.fds) != 0 {
-		t.Errorf("%d fds leaked by the failed hardware attempt", len(f.fds))
-	}
+	f.wantNoFDs(t, "leaked by the failed hardware attempt")
 }
 
 func TestParanoidForbidsEverything(t *testing.T) {
-	resetWarnings()
 	logs, logf := collectLogs()
 	f := newFake()
 	f.fail = func(*unix.PerfEventAttr) error { return unix.EACCES }
@@ -306,7 +311,6 @@ func TestParanoidForbidsEverything(t *testing.T) {
 }
 
 func TestRawEventsMissingKeepsHardware(t *testing.T) {
-	resetWarnings()
 	logs, logf := collectLogs()
 	f := newFake()
 	f.fail = func(a *unix.PerfEventAttr) error {

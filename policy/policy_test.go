@@ -7,17 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/perfmodel"
 	"colo/profile"
 )
 
 func skx(t testing.TB) *machine.Profile {
-	m, err := machine.Get("skx-6138")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return machinetest.Get(t, "skx-6138")
 }
 
 // synth builds an 11-way table whose slowdown curve is sd (min(sd) must be 1, so that

@@ -2,7 +2,6 @@ package report
 
 import (
 	"math"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,10 +19,7 @@ var jobPathRe = regexp.MustCompile(`<path class="series (prio|batch)" data-job="
 // batch jobs with the lowest mean IPCE; the caption says so and the means still cover
 // every job (the point count is that of all jobs).
 func TestSeriesCapKeepsMostInterestingJobs(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "many")
-	if _, err := storetest.Generate(dir, storetest.Options{Seed: 11, Jobs: 120, Tick: time.Second, Priority: 0.4, Schedulers: []string{"dynamic"}}); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := generate(t, "many", storetest.Options{Seed: 11, Jobs: 120, Tick: time.Second, Priority: 0.4, Schedulers: []string{"dynamic"}})
 	runs, _, _, err := loadDir(dir, false)
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("%d runs, %v", len(runs), err)

@@ -38,6 +38,22 @@ func chromiumPath(t *testing.T) string {
 }
 
 // browser is one headless Chromium with everything that could reach the network off.
+// reportInChromium generates a run directory (storetest.Generate with o), writes its
+// report as name.html in outDir and opens a headless Chromium, closed when the test ends;
+// with -short the test is skipped.
+func reportInChromium(t *testing.T, name string, o storetest.Options) (context.Context, string, storetest.Written) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir, w := generate(t, "run", o)
+	html, _ := render(t, dir)
+	page := writePage(t, name+".html", html)
+	ctx, cancel := browser(t)
+	t.Cleanup(cancel)
+	return ctx, page, w
+}
+
 func browser(t *testing.T) (context.Context, func()) {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
@@ -81,26 +97,11 @@ type cbmRect struct {
 // COLO_TEST_SHOTS=1, screenshots (light and dark) are kept in $COLO_TEST_OUT or
 // $TMPDIR/colo-report-test.
 func TestChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short")
-	}
-	dir := filepath.Join(t.TempDir(), "run")
-	written, err := storetest.Generate(dir, storetest.Options{Seed: 7, Jobs: 12, Tick: 500 * time.Millisecond, Priority: 0.5, Partitions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	html, _ := render(t, dir)
-	out := outDir(t)
-	page := filepath.Join(out, "chromium.html")
-	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := browser(t)
-	defer cancel()
+	ctx, page, written := reportInChromium(t, "chromium", storetest.Options{Seed: 7, Jobs: 12, Tick: 500 * time.Millisecond, Priority: 0.5, Partitions: true})
+	out := filepath.Dir(page)
 	var mu sync.Mutex
 	var problems, requests []string
-	err = chromedp.Listen(ctx, func(ev any) {
+	err := chromedp.Listen(ctx, func(ev any) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch e := ev.(type) {

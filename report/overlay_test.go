@@ -20,10 +20,7 @@ import (
 // A linux run whose monitoring reads 0 (a resctrl emulator mount): occupancy and bandwidth
 // say "unavailable (emulator)" instead of drawing zeros; IPC, a real measurement, is drawn.
 func TestEmulatorZerosAreUnavailable(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "emu")
-	if _, err := storetest.Generate(dir, storetest.Options{Seed: 3, Jobs: 6, Emulator: true}); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := generate(t, "emu", storetest.Options{Seed: 3, Jobs: 6, Emulator: true})
 	html, _ := render(t, dir)
 	for _, key := range []string{"occupancy", "bandwidth"} {
 		i := strings.Index(html, `data-unavailable="`+key+`"`)
@@ -40,10 +37,7 @@ func TestEmulatorZerosAreUnavailable(t *testing.T) {
 		t.Error("IPC, which was measured, is not drawn")
 	}
 	// The same zeros on the simulator are drawn: only a real host's monitoring is suspect.
-	sim := filepath.Join(t.TempDir(), "sim")
-	if _, err := storetest.Generate(sim, storetest.Options{Seed: 3, Jobs: 6}); err != nil {
-		t.Fatal(err)
-	}
+	sim, _ := generate(t, "sim", storetest.Options{Seed: 3, Jobs: 6})
 	if html, _ := render(t, sim); strings.Contains(html, "unavailable (emulator)") {
 		t.Error("a sim run is reported as an emulator's")
 	}
@@ -114,21 +108,8 @@ func countColour(img image.Image, hex string) int {
 // overlays and the CDF, and the partition scatter's labels overlap neither each other nor
 // the points. The screenshots are kept in $COLO_TEST_OUT (default $TMPDIR/colo-report-test).
 func TestChromiumSchedulersSideBySide(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short")
-	}
-	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := storetest.Generate(dir, storetest.Options{Seed: 11, Jobs: 14, Tick: 500 * time.Millisecond, Priority: 0.4, Partitions: true}); err != nil {
-		t.Fatal(err)
-	}
-	html, _ := render(t, dir)
-	out := outDir(t)
-	page := filepath.Join(out, "side-by-side.html")
-	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := browser(t)
-	defer cancel()
+	ctx, page, _ := reportInChromium(t, "side-by-side", storetest.Options{Seed: 11, Jobs: 14, Tick: 500 * time.Millisecond, Priority: 0.4, Partitions: true})
+	out := filepath.Dir(page)
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+page), chromedp.WaitReady("body")); err != nil {
 		t.Fatal(err)
 	}

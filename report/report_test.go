@@ -24,6 +24,28 @@ func outDir(t testing.TB) string {
 	return d
 }
 
+// generate writes a synthetic run directory named name (storetest.Generate with o) in a
+// fresh temporary directory, failing the test on an error.
+func generate(t testing.TB, name string, o storetest.Options) (string, storetest.Written) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	w, err := storetest.Generate(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, w
+}
+
+// writePage writes html as name in the output directory (outDir) and returns its path.
+func writePage(t testing.TB, name, html string) string {
+	t.Helper()
+	page := filepath.Join(outDir(t), name)
+	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return page
+}
+
 func render(t testing.TB, dirs ...string) (string, Stats) {
 	t.Helper()
 	var buf bytes.Buffer
@@ -35,10 +57,7 @@ func render(t testing.TB, dirs ...string) (string, Stats) {
 }
 
 func TestRenderSmall(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := storetest.Generate(dir, storetest.Options{Seed: 1, Jobs: 10, Tick: 500 * time.Millisecond, Priority: 0.4, Partitions: true}); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := generate(t, "run", storetest.Options{Seed: 1, Jobs: 10, Tick: 500 * time.Millisecond, Priority: 0.4, Partitions: true})
 	html, st := render(t, dir)
 	os.WriteFile(filepath.Join(outDir(t), "small.html"), []byte(html), 0o644)
 	if st.Runs != 2 || st.Charts == 0 {
@@ -53,10 +72,7 @@ func TestRenderSmall(t *testing.T) {
 
 // A killed run: the report says what is missing and still draws what exists.
 func TestRenderIncomplete(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "killed")
-	if _, err := storetest.Generate(dir, storetest.Options{Seed: 2, Jobs: 8, Incomplete: true}); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := generate(t, "killed", storetest.Options{Seed: 2, Jobs: 8, Incomplete: true})
 	html, st := render(t, dir)
 	for _, want := range []string{
 		"Incomplete run directory",
@@ -122,10 +138,7 @@ func TestRenderCompare(t *testing.T) {
 
 // Same run directory → byte-identical report.
 func TestRenderDeterministic(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := storetest.Generate(dir, storetest.Options{Seed: 5, Jobs: 12, Partitions: true}); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := generate(t, "run", storetest.Options{Seed: 5, Jobs: 12, Partitions: true})
 	h1, _ := render(t, dir)
 	h2, _ := render(t, dir)
 	if h1 != h2 {

@@ -3,7 +3,7 @@ package resctrl_test
 import (
 	"testing"
 
-	"colo/internal/testenv"
+	"colo/internal/emutest"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
@@ -36,13 +36,6 @@ func BenchmarkRoundTripInProcess(b *testing.B) {
 }
 
 func BenchmarkRoundTripFUSE(b *testing.B) {
-	testenv.Need(b, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
-	e, _ := emu.NewNamed("intel", emu.Options{})
-	dir := b.TempDir()
-	m, err := emu.Mount(e, dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Unmount()
+	_, dir := emutest.MountNamed(b, "intel", emu.Options{})
 	benchRoundTrip(b, resctrl.Open(dir, resctrl.Options{}))
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"colo/internal/testenv"
+	"colo/internal/emutest"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
@@ -45,14 +45,7 @@ func TestCheckReasons(t *testing.T) {
 }
 
 func TestCheckEmulatedMount(t *testing.T) {
-	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
-	e, _ := emu.NewNamed("intel-cdp", emu.Options{})
-	dir := t.TempDir()
-	m, err := emu.Mount(e, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unmount()
+	_, dir := emutest.MountNamed(t, "intel-cdp", emu.Options{})
 	st := resctrl.CheckWith(dir, "/proc")
 	if !st.Mounted || !st.Emulated || st.CLOSIDs != 8 || !st.CDP || st.RMIDs != 144 || st.Reason != "" ||
 		!reflect.DeepEqual(st.Resources, []string{"L3CODE", "L3DATA", "MB"}) || !strings.HasPrefix(st.FSType, "fuse") {

@@ -69,10 +69,7 @@ func testApplyMBps(t *testing.T, mk mkWorld) {
 	if !errors.As(err, &ae) || ae.RollbackErr != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	s, _ := c.Schemata("colo.a")
-	if v, _ := s.Get("MB", 0); v != 3000 {
-		t.Fatalf("MB:0 = %d after a failed Apply, want 3000", v)
-	}
+	wantMB0(t, c, "colo.a", 3000)
 }
 
 func testMoveMon(t *testing.T, mk mkWorld) {
@@ -309,6 +306,15 @@ func testTasksMon(t *testing.T, mk mkWorld) {
 }
 
 // snapshot is everything observable through files, for before/after comparisons.
+// wantMB0 requires group's MB value on domain 0 to be want.
+func wantMB0(t *testing.T, c *resctrl.Client, group string, want uint64) {
+	t.Helper()
+	s, err := c.Schemata(group)
+	if v, _ := s.Get("MB", 0); err != nil || v != want {
+		t.Fatalf("%s MB:0 = %d (%v), want %d", group, v, err, want)
+	}
+}
+
 func snapshot(t *testing.T, c *resctrl.Client) string {
 	t.Helper()
 	gs, err := c.Groups()
@@ -395,10 +401,7 @@ func testApplyCommit(t *testing.T, mk mkWorld) {
 	if g, _ := c.TaskGroup(2); g != "colo.lc" {
 		t.Fatalf("task 2 in %q", g)
 	}
-	s, _ := c.Schemata("colo.be")
-	if v, _ := s.Get("MB", 0); v != 20 {
-		t.Fatalf("MB %d", v)
-	}
+	wantMB0(t, c, "colo.be", 20)
 }
 
 func testReconcile(t *testing.T, mk mkWorld) {

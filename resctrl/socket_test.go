@@ -3,14 +3,15 @@ package resctrl_test
 import (
 	"testing"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
 
 func TestSocketAllocation(t *testing.T) {
-	icx, _ := machine.Get("icx-4314-2s")
-	epyc, _ := machine.Get("epyc-7543")
+	icx := machinetest.Get(t, "icx-4314-2s")
+	epyc := machinetest.Get(t, "epyc-7543")
 	if d, err := resctrl.SocketDomains(icx, 1); err != nil || len(d) != 1 || d[0] != 1 {
 		t.Fatalf("icx socket 1: %v %v", d, err)
 	}
@@ -51,7 +52,7 @@ func TestSocketAllocation(t *testing.T) {
 	if _, err := resctrl.SocketAllocation(icx, 0, 0x1000, 0); err == nil {
 		t.Fatal("13-way mask on a 12-way cache accepted")
 	}
-	e2378, _ := machine.Get("xeon-e2378")
+	e2378 := machinetest.Get(t, "xeon-e2378")
 	if _, err := resctrl.SocketAllocation(e2378, 0, 0xf, 50); err == nil {
 		t.Fatal("MB on a machine without MBA accepted")
 	}

@@ -61,11 +61,27 @@ func TestModes(t *testing.T) {
 	}
 }
 
-func TestResolveHybridCgroupfs(t *testing.T) {
-	cg, err := ResolveCgroup([]byte(hybridProcCgroup), Mounts([]byte(hybridMountinfo)))
+// resolve is ResolveCgroup of a /proc/PID/cgroup text on a mountinfo text, failing the
+// test on an error.
+func resolve(t *testing.T, procCgroup, mountinfo string) Cgroup {
+	t.Helper()
+	cg, err := ResolveCgroup([]byte(procCgroup), Mounts([]byte(mountinfo)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cg
+}
+
+// wantDriverPath requires cg's path to be the one the cgroup driver gives container id.
+func wantDriverPath(t *testing.T, cg Cgroup, driver, id string) {
+	t.Helper()
+	if want, _ := ExpectedCgroupPath(driver, "", id); cg.Path != want {
+		t.Errorf("path %s, %s driver expects %s", cg.Path, driver, want)
+	}
+}
+
+func TestResolveHybridCgroupfs(t *testing.T) {
+	cg := resolve(t, hybridProcCgroup, hybridMountinfo)
 	if cg.Version != 1 || cg.Path != "/docker/a2f0e8dfed7d" {
 		t.Fatalf("cg = %+v", cg)
 	}
@@ -76,31 +92,19 @@ func TestResolveHybridCgroupfs(t *testing.T) {
 	if got := cg.PerfEventDir(); got != "/sys/fs/cgroup/unified/docker/a2f0e8dfed7d" {
 		t.Errorf("perf dir %s", got)
 	}
-	want, _ := ExpectedCgroupPath("cgroupfs", "", "a2f0e8dfed7d")
-	if cg.Path != want {
-		t.Errorf("path %s, cgroupfs driver expects %s", cg.Path, want)
-	}
+	wantDriverPath(t, cg, "cgroupfs", "a2f0e8dfed7d")
 }
 
 func TestResolveV2Systemd(t *testing.T) {
-	cg, err := ResolveCgroup([]byte(v2ProcCgroup), Mounts([]byte(v2Mountinfo)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cg := resolve(t, v2ProcCgroup, v2Mountinfo)
 	if cg.Version != 2 || cg.PerfEventDir() != "/sys/fs/cgroup/system.slice/docker-4f1c.scope" || cg.Dir("memory") != cg.PerfEventDir() {
 		t.Fatalf("cg = %+v", cg)
 	}
-	want, _ := ExpectedCgroupPath("systemd", "", "4f1c")
-	if cg.Path != want {
-		t.Errorf("path %s, systemd driver expects %s", cg.Path, want)
-	}
+	wantDriverPath(t, cg, "systemd", "4f1c")
 }
 
 func TestResolveV1Systemd(t *testing.T) {
-	cg, err := ResolveCgroup([]byte(v1ProcCgroup), Mounts([]byte(v1Mountinfo)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cg := resolve(t, v1ProcCgroup, v1Mountinfo)
 	if cg.PerfEventDir() != "/sys/fs/cgroup/perf_event/system.slice/docker-77.scope" ||
 		cg.Dir("cpuacct") != "/sys/fs/cgroup/cpu,cpuacct/system.slice/docker-77.scope" || cg.Dir("pids") != "" {
 		t.Fatalf("cg = %+v", cg)

@@ -5,17 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/probe"
 )
 
 func icx(t *testing.T) *machine.Profile {
 	t.Helper()
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return machinetest.Get(t, "icx-4314-2s")
 }
 
 func freeAll(m *machine.Profile) [][]int {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/metric"
 )
 
@@ -18,10 +18,7 @@ type steady struct {
 // MBA value mba on its domain, for 4 s of 100 ms ticks, and averages the last 2 s.
 func sweepPoint(t testing.TB, name string, w Workload, k, mba int) steady {
 	t.Helper()
-	p, err := machine.Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := machinetest.Get(t, name)
 	m, err := New(p, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +68,7 @@ func sweepPoint(t testing.TB, name string, w Workload, k, mba int) steady {
 
 // sweepWays is sweepPoint for k = 1..W at MBA 100 %.
 func sweepWays(t testing.TB, name string, w Workload) []steady {
-	p, _ := machine.Get(name)
+	p := machinetest.Get(t, name)
 	out := make([]steady, p.LLC.Ways+1)
 	for k := 1; k <= p.LLC.Ways; k++ {
 		out[k] = sweepPoint(t, name, w, k, 100)
@@ -274,7 +271,7 @@ func TestCalibDCatMicrobenchmarks(t *testing.T) {
 // still severely hurt with CAT, because 13.5 MB < 16 MB.
 func TestCalibDCatNoisyNeighbours(t *testing.T) {
 	run := func(ws int64, cat bool, neighbours bool) float64 {
-		p, _ := machine.Get("bdw-2697v4")
+		p := machinetest.Get(t, "bdw-2697v4")
 		m, err := New(p, Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/metric"
 	"colo/perfmodel"
 	"colo/profile"
@@ -17,10 +17,7 @@ import (
 
 func icx(t testing.TB, o Options) *Machine {
 	t.Helper()
-	p, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := machinetest.Get(t, "icx-4314-2s")
 	m, err := New(p, o)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +160,7 @@ func TestSharingConservesCapacity(t *testing.T) {
 func TestSplitMatchesWhirlpool(t *testing.T) {
 	set, err := profile.Default()
 	must(t, err)
-	p, _ := machine.Get("skx-6138")
+	p := machinetest.Get(t, "skx-6138")
 	m, err := New(p, Options{})
 	must(t, err)
 	names := []string{"lbm06", "soplex06", "milc06"}
@@ -205,7 +202,7 @@ func TestSplitMatchesWhirlpool(t *testing.T) {
 func TestTableWorkloadAloneReproducesRow(t *testing.T) {
 	set, err := profile.Default()
 	must(t, err)
-	p, _ := machine.Get("skx-6138")
+	p := machinetest.Get(t, "skx-6138")
 	for _, name := range []string{"lbm06", "sphinx306", "gcc06", "omnetpp06"} {
 		tb, err := set.Get(name)
 		must(t, err)
@@ -445,7 +442,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("bad page size: %v", err)
 	}
 	// AMD accepts sparse and empty masks.
-	p, _ := machine.Get("epyc-7543")
+	p := machinetest.Get(t, "epyc-7543")
 	a, err := New(p, Options{})
 	must(t, err)
 	masks := make([]uint64, p.LLCDomains())

@@ -1,127 +1,32 @@
 package sink
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"colo/internal/testenv"
+	"colo/internal/influxtest"
 	"colo/store"
 	"colo/store/storetest"
 )
 
-// influxd is a real InfluxDB 1.x server (Debian package influxdb) started by a test on
-// free loopback ports with its own data directory, and stopped at the end of the test.
+// influxd is a real InfluxDB 1.x server (internal/influxtest) started by a test and
+// stopped at the end of the test.
 type influxd struct {
 	URL string
-	log *bytes.Buffer
-}
-
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func startInfluxd(t testing.TB) *influxd {
-	bin, err := exec.LookPath("influxd")
-	testenv.Need(t, "influxd (Debian package influxdb; scripts/setup.sh installs it)", err)
-	// A free port can be taken between probing and binding: try again with new ports.
-	for attempt := 1; ; attempt++ {
-		d, err := tryInfluxd(t, bin)
-		if err == nil {
-			return d
-		}
-		if attempt == 3 {
-			t.Fatal(err)
-		}
-		t.Logf("influxd attempt %d: %v", attempt, err)
-	}
-}
-
-func tryInfluxd(t testing.TB, bin string) (*influxd, error) {
-	dir := t.TempDir()
-	httpPort, rpcPort := freePort(t), freePort(t)
-	conf := fmt.Sprintf(`reporting-disabled = true
-bind-address = "127.0.0.1:%d"
-[meta]
-  dir = %q
-  logging-enabled = false
-[data]
-  dir = %q
-  wal-dir = %q
-  query-log-enabled = false
-[monitor]
-  store-enabled = false
-[subscriber]
-  enabled = false
-[continuous_queries]
-  enabled = false
-[http]
-  enabled = true
-  bind-address = "127.0.0.1:%d"
-  log-enabled = false
-  pprof-enabled = false
-[logging]
-  level = "warn"
-  suppress-logo = true
-`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort)
-	cfg := filepath.Join(dir, "influxdb.conf")
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logBuf bytes.Buffer
-	cmd := exec.Command(bin, "run", "-config", cfg)
-	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	u := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	for i := 0; ; i++ {
-		resp, err := http.Get(u + "/ping")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusNoContent {
-				break
-			}
-		}
-		select {
-		case err := <-exited:
-			exited <- err // for the cleanup
-			return nil, fmt.Errorf("influxd exited: %v\n%s", err, logBuf.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if i > 300 {
-			return nil, fmt.Errorf("influxd did not answer /ping in 30 s\n%s", logBuf.String())
-		}
-	}
-	return &influxd{URL: u, log: &logBuf}, nil
+	t.Helper()
+	return &influxd{URL: influxtest.Start(t)}
 }
 
 // query runs an InfluxQL statement and returns the first series' columns and rows.

@@ -46,6 +46,15 @@ func TestLineProtocol(t *testing.T) {
 // org, bucket and precision query parameters, "Authorization: Token <token>", a
 // line-protocol body, 204 No Content on success; 429/503 with Retry-After on overload;
 // 401 for a bad token). It checks every request and keeps the lines it accepted.
+// newV2Server serves a v2Server on loopback until the test ends and returns it with its
+// URL.
+func newV2Server(t *testing.T) (*v2Server, string) {
+	srv := &v2Server{t: t}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return srv, ts.URL
+}
+
 type v2Server struct {
 	t        *testing.T
 	mu       sync.Mutex
@@ -115,6 +124,14 @@ func (v *v2Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
+// sendSamples sends testSamples(n) to s.
+func sendSamples(s *Sink, n int) {
+	src, j, xs := testSamples(n)
+	for _, x := range xs {
+		s.Sample(src, j, x)
+	}
+}
+
 func testSamples(n int) (Source, store.Job, []store.Sample) {
 	src := Source{Run: "r", Scheduler: "dynamic", Start: time.Unix(1700000000, 0)}
 	j := store.Job{ID: 1, Name: "job-1"}
@@ -161,19 +178,14 @@ func TestV2Contract(t *testing.T) {
 
 // A bad token is permanent: no retries, every point undelivered and spooled.
 func TestV2Unauthorized(t *testing.T) {
-	srv := &v2Server{t: t}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	_, host := newV2Server(t)
 	spool := filepath.Join(t.TempDir(), SpoolFile)
-	s, err := New(Config{Host: ts.URL, Org: "colo-org", Database: "colo", Token: "wrong", BatchSize: 10,
+	s, err := New(Config{Host: host, Org: "colo-org", Database: "colo", Token: "wrong", BatchSize: 10,
 		Backoff: time.Millisecond, SpoolPath: spool})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, j, xs := testSamples(25)
-	for _, x := range xs {
-		s.Sample(src, j, x)
-	}
+	sendSamples(s, 25)
 	st, err := s.Close(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -203,10 +215,7 @@ func TestUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, j, xs := testSamples(1000)
-	for _, x := range xs {
-		s.Sample(src, j, x) // never blocks: beyond 200 buffered lines they go to the spool
-	}
+	sendSamples(s, 1000) // never blocks: beyond 200 buffered lines they go to the spool
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	st, err := s.Close(ctx)
@@ -224,10 +233,8 @@ func TestUnreachable(t *testing.T) {
 		t.Fatalf("spool holds %d lines, want 1000", n)
 	}
 	// Replay the spool to a server that answers: everything arrives.
-	srv := &v2Server{t: t}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	s2, err := New(Config{Host: ts.URL, Org: "colo-org", Database: "colo", Token: "s3cret"})
+	srv, host := newV2Server(t)
+	s2, err := New(Config{Host: host, Org: "colo-org", Database: "colo", Token: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,10 +275,7 @@ func TestBlockKeepsPace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, j, xs := testSamples(500)
-	for _, x := range xs {
-		s.Sample(src, j, x)
-	}
+	sendSamples(s, 500)
 	st, err := s.Close(context.Background())
 	if err != nil || st.Delivered != 500 || st.Undelivered != 0 || len(srv.lines) != 500 {
 		t.Fatalf("stats %+v, %v, server got %d", st, err, len(srv.lines))
@@ -281,10 +285,8 @@ func TestBlockKeepsPace(t *testing.T) {
 // Streaming during a run: an observer on the run writer sends what the run records, with
 // the job's tags, while the store keeps everything too.
 func TestObserverStreams(t *testing.T) {
-	srv := &v2Server{t: t}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	s, err := New(Config{Host: ts.URL, Org: "colo-org", Database: "colo", Token: "s3cret"})
+	srv, host := newV2Server(t)
+	s, err := New(Config{Host: host, Org: "colo-org", Database: "colo", Token: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}

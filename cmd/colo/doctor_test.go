@@ -6,10 +6,7 @@ import (
 )
 
 func TestDoctorJSON(t *testing.T) {
-	out, err := runColo(t, "doctor", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRunColo(t, "doctor", "--json")
 	var checks []struct{ Name, Status, Value, Meaning, Fix string }
 	if err := json.Unmarshal([]byte(out), &checks); err != nil {
 		t.Fatalf("%v\n%s", err, out)

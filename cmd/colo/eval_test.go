@@ -30,11 +30,8 @@ func TestEvalReadmeExample(t *testing.T) {
 			5.21402, 1.15471, 1.19452},
 		{"0x700,0x80,0x40,0x20,0x1e,0x1", nil, nil, 5.27237, 1.14205, 1.18588},
 	} {
-		out, err := runColo(t, "eval", "--machine", "skx-6138", "--workload", readmeWorkload,
+		out := mustRunColo(t, "eval", "--machine", "skx-6138", "--workload", readmeWorkload,
 			"--masks", c.masks, "--bw-model", "stalls", "--max-bw", "35000", "--format", "json")
-		if err != nil {
-			t.Fatal(err)
-		}
 		var doc outputDoc
 		if err := json.Unmarshal([]byte(out), &doc); err != nil {
 			t.Fatalf("%v\n%s", err, out)

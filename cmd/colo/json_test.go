@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"colo/internal/testenv"
+	"colo/internal/emutest"
 	"colo/resctrl/emu"
 
 	"github.com/spf13/cobra"
@@ -121,7 +121,7 @@ func TestEveryResultCommandPrintsOneJSONValue(t *testing.T) {
 		path, args := r.path, r.args
 		t.Run(strings.ReplaceAll(path, " ", "_"), func(t *testing.T) {
 			if strings.Contains(strings.Join(args, " "), "ROOT") {
-				testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
+				emutest.NeedFUSE(t)
 			}
 			{
 				args = append([]string(nil), args...)
@@ -172,12 +172,6 @@ func containsStr(l []string, s string) bool {
 // mountForJSON mounts the resctrl emulator for the resctrl commands (unmounted at the end
 // of the test).
 func mountForJSON(t *testing.T) string {
-	e, _ := emu.NewNamed("intel", emu.Options{})
-	dir := t.TempDir()
-	m, err := emu.Mount(e, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Unmount() })
+	_, dir := emutest.MountNamed(t, "intel", emu.Options{})
 	return dir
 }

@@ -9,34 +9,29 @@ import (
 	"strings"
 	"testing"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 )
 
 // `colo machine list` names every built-in profile; `show --json` gives back exactly the
 // profile machine.Get returns; unknown names and a missing sysfs are bad input (exit 2).
 func TestMachineCLI(t *testing.T) {
-	out, err := runColo(t, "machine", "list")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRunColo(t, "machine", "list")
 	for _, n := range machine.Names() {
 		if !strings.Contains(out, n) {
 			t.Errorf("machine list lacks %s:\n%s", n, out)
 		}
 	}
-	out, err = runColo(t, "machine", "show", "bdw-2697v4", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out = mustRunColo(t, "machine", "show", "bdw-2697v4", "--json")
 	var got machine.Profile
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("show --json is not JSON: %v\n%s", err, out)
 	}
-	want, _ := machine.Get("bdw-2697v4")
+	want := machinetest.Get(t, "bdw-2697v4")
 	if !reflect.DeepEqual(&got, want) {
 		t.Errorf("show --json round trip:\n got %+v\nwant %+v", got, *want)
 	}
-	out, err = runColo(t, "machine", "show", "bdw-2697v4")
+	out, err := runColo(t, "machine", "show", "bdw-2697v4")
 	if err != nil || !strings.Contains(out, "20 ways (2.25 MiB/way)") {
 		t.Errorf("show table: %v\n%s", err, out)
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"colo/internal/testenv"
-	"colo/machine"
+	"colo/internal/emutest"
+	"colo/internal/machinetest"
 	"colo/resctrl/emu"
 )
 
@@ -18,11 +18,8 @@ import (
 // of the same machine: one control group per cluster with the cluster's mask and its
 // applications' threads.
 func TestPartitionApply(t *testing.T) {
-	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
-	m, err := machine.Get("skx-6138")
-	if err != nil {
-		t.Fatal(err)
-	}
+	emutest.NeedFUSE(t)
+	m := machinetest.Get(t, "skx-6138")
 	p, err := emu.ProfileFromMachine(m, "")
 	if err != nil {
 		t.Fatal(err)
@@ -31,12 +28,7 @@ func TestPartitionApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	mnt, err := emu.Mount(e, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mnt.Unmount()
+	dir := emutest.Mount(t, e)
 	var pids []string
 	for range 3 {
 		c := exec.Command("sleep", "60")

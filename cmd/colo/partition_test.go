@@ -12,11 +12,8 @@ import (
 // Issue 4 must-show: colo partition reproduces the ucp and opt-stp rows of PBBCache's
 // README example (stalls model, 35,000 MB/s).
 func TestPartitionReadmeRows(t *testing.T) {
-	out, err := runColo(t, "partition", "--machine", "skx-6138", "--workload", readmeWorkload,
+	out := mustRunColo(t, "partition", "--machine", "skx-6138", "--workload", readmeWorkload,
 		"--policy", "ucp,opt-stp", "--bw-model", "stalls", "--max-bw", "35000", "--format", "json", "--jobs", "1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc outputDoc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -54,11 +51,8 @@ func TestPartitionReadmeRows(t *testing.T) {
 
 // Every policy runs on every shipped workload, and the JSON has the documented keys.
 func TestPartitionAllPoliciesShippedWorkloads(t *testing.T) {
-	out, err := runColo(t, "partition", "--workloads", "../../data/pbbcache-skylake/workloads.csv",
+	out := mustRunColo(t, "partition", "--workloads", "../../data/pbbcache-skylake/workloads.csv",
 		"--policy", "shared,equal,ucp,ucp-slowdown,kpart,dunn,cpa,lfoc,lfoc+,opt-stp,opt-unf,optc-stp,optc-unf", "--format", "json", "--jobs", "2")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var raw struct {
 		Results []map[string]any `json:"results"`
 	}
@@ -138,10 +132,7 @@ func TestPartitionBadInput(t *testing.T) {
 }
 
 func TestClassifyCommand(t *testing.T) {
-	out, err := runColo(t, "classify", "--workload", "zeusmp06,gap00,lbm06", "--format", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRunColo(t, "classify", "--workload", "zeusmp06,gap00,lbm06", "--format", "json")
 	var doc struct {
 		Apps []classOut `json:"apps"`
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -11,14 +10,8 @@ import (
 // to end with the same keys, and the output says which column was the measurement.
 func TestPredictValidateOtherArchiveShape(t *testing.T) {
 	dir := "../../predict/testdata/shapes/noheader"
-	out, err := runColo(t, "predict", "validate", "--json", "--data", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v map[string]any
-	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	out := mustRunColo(t, "predict", "validate", "--json", "--data", dir)
+	v := jsonObject(t, out)
 	for _, k := range []string{"n", "median", "p90", "p95", "p99", "mean_abs", "mean", "min", "max", "scores", "convention", "method", "with_diagonal_zeros", "thesis_expected", "methods", "measurement_columns"} {
 		if _, ok := v[k]; !ok {
 			t.Errorf("key %q missing", k)

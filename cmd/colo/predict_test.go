@@ -13,14 +13,8 @@ import (
 
 // The stable keys of `colo predict validate --json` and PROVENANCE.md's figures.
 func TestPredictValidateJSON(t *testing.T) {
-	out, err := runColo(t, "predict", "validate", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v map[string]any
-	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	out := mustRunColo(t, "predict", "validate", "--json")
+	v := jsonObject(t, out)
 	for _, k := range []string{"n", "median", "p90", "p95", "p99", "mean_abs", "mean", "min", "max", "scores", "convention", "method", "with_diagonal_zeros", "thesis_expected", "recorded_scores", "methods"} {
 		if _, ok := v[k]; !ok {
 			t.Errorf("key %q missing", k)

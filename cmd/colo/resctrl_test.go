@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"colo/internal/testenv"
+	"colo/internal/emutest"
 	"colo/platform/linux"
 	"colo/resctrl"
 	"colo/resctrl/emu"
@@ -70,24 +70,14 @@ func execColo(stdout, stderr io.Writer, args ...string) error {
 }
 
 func TestResctrlCLI(t *testing.T) {
-	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable()) // the CLI tests run against a FUSE mount
-	e, _ := emu.NewNamed("intel", emu.Options{})
-	dir := t.TempDir()
-	m, err := emu.Mount(e, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unmount()
+	e, dir := emutest.MountNamed(t, "intel", emu.Options{}) // the CLI tests run against a FUSE mount
 	if _, err := runColo(t, "resctrl", "--root", dir, "set", "colo.web", "L3:0=ff0;1=ff0;MB:0=50", "--create"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runColo(t, "resctrl", "--root", dir, "assign", "colo.web", "77", "78"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runColo(t, "resctrl", "--root", dir, "show", "colo.web", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRunColo(t, "resctrl", "--root", dir, "show", "colo.web", "--json")
 	var v struct {
 		Path, Schemata string
 		Tasks          []int
@@ -116,7 +106,7 @@ func TestResctrlCLI(t *testing.T) {
 			t.Fatalf("%v: %v, want a bad-input error", args, err)
 		}
 	}
-	_, err = runColo(t, "resctrl", "--root", dir, "set", "colo.web", "L3:0=f0f")
+	_, err := runColo(t, "resctrl", "--root", dir, "set", "colo.web", "L3:0=f0f")
 	if !strings.Contains(err.Error(), "non-consecutive 1-bits") {
 		t.Fatalf("error lacks the kernel message: %v", err)
 	}
@@ -196,14 +186,7 @@ func TestPrepareMount(t *testing.T) {
 
 // `resctrl set` prints what the kernel holds: MBA rounds 55 % to its 10 % step.
 func TestResctrlSetPrintsWhatTheKernelHolds(t *testing.T) {
-	testenv.Need(t, "FUSE (/dev/fuse and a mount as root; apt-get install fuse3)", emu.FUSEAvailable())
-	e, _ := emu.NewNamed("intel", emu.Options{})
-	dir := t.TempDir()
-	m, err := emu.Mount(e, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unmount()
+	_, dir := emutest.MountNamed(t, "intel", emu.Options{})
 	out, err := runColo(t, "resctrl", "--resctrl-root", dir, "set", "colo.mb", "MB:0=55", "--create")
 	if err != nil || !strings.Contains(out, "wrote MB:0=55; the kernel holds MB:0=60") {
 		t.Fatalf("set MB:0=55: %v\n%s", err, out)

@@ -9,13 +9,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"colo/internal/testenv"
+	"colo/internal/influxtest"
 	"colo/store"
 )
 
@@ -100,9 +98,7 @@ func TestRunInfluxUnreachable(t *testing.T) {
 // Against a real InfluxDB 1.x on loopback: everything is delivered and the samples
 // queried back are the samples the run directory holds.
 func TestRunInfluxDelivers(t *testing.T) {
-	bin, err := exec.LookPath("influxd")
-	testenv.Need(t, "influxd (apt-get install influxdb; scripts/setup.sh installs it)", err)
-	u := startTestInfluxd(t, bin)
+	u := influxtest.Start(t)
 	if _, err := http.Post(u+"/query?"+url.Values{"q": {"CREATE DATABASE colo"}}.Encode(), "", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -167,67 +163,6 @@ func influxCount(t *testing.T, u, meas, field string) int {
 		return 0
 	}
 	return int(out.Results[0].Series[0].Values[0][1].(float64))
-}
-
-// startTestInfluxd runs influxd on free loopback ports with a private data directory
-// until the test ends, and returns its URL.
-func startTestInfluxd(t *testing.T, bin string) string {
-	for attempt := 1; ; attempt++ {
-		dir := t.TempDir()
-		port := func() int {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			return l.Addr().(*net.TCPAddr).Port
-		}
-		httpPort, rpcPort := port(), port()
-		conf := fmt.Sprintf("reporting-disabled = true\nbind-address = \"127.0.0.1:%d\"\n[meta]\n  dir = %q\n  logging-enabled = false\n"+
-			"[data]\n  dir = %q\n  wal-dir = %q\n  query-log-enabled = false\n[monitor]\n  store-enabled = false\n"+
-			"[subscriber]\n  enabled = false\n[continuous_queries]\n  enabled = false\n"+
-			"[http]\n  enabled = true\n  bind-address = \"127.0.0.1:%d\"\n  log-enabled = false\n[logging]\n  level = \"warn\"\n  suppress-logo = true\n",
-			rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), httpPort)
-		cfg := filepath.Join(dir, "influxdb.conf")
-		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var log bytes.Buffer
-		cmd := exec.Command(bin, "run", "-config", cfg)
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
-				<-exited
-			}
-		})
-		u := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-		for i := 0; i < 300; i++ {
-			if resp, err := http.Get(u + "/ping"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusNoContent {
-					return u
-				}
-			}
-			select {
-			case err := <-exited:
-				exited <- err
-				i = 300
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-		if attempt == 3 {
-			t.Fatalf("influxd did not start:\n%s", log.String())
-		}
-	}
 }
 
 // A database that accepts connections but never answers: the run completes and the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -17,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"colo/internal/testenv"
+	"colo/internal/emutest"
 	"colo/platform/linux"
 	"colo/resctrl/emu"
 	"colo/runtime/docker"
@@ -102,26 +101,14 @@ var (
 func newLinuxRunEnv(t *testing.T) *linuxRunEnv {
 	t.Helper()
 	r := dockertest.Require(t, docker.Options{})
-	testenv.Need(t, "FUSE (apt-get install fuse3; scripts/setup.sh installs it)", emu.FUSEAvailable())
+	emutest.NeedFUSE(t)
 	sigImageOnce.Do(func() {
 		sigImage, sigImageErr = dockertest.BuildColoImage(context.Background(), r, dockertest.Name(t, "colo")+":sig")
 	})
 	if sigImageErr != nil {
 		t.Fatal(sigImageErr)
 	}
-	e, err := emu.NewNamed("intel", emu.Options{PIDExists: func(pid int) bool {
-		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-		return err == nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	m, err := emu.Mount(e, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Unmount() })
+	e, root := emutest.MountNamed(t, "intel", emu.Options{PIDExists: emutest.ProcExists})
 	g, _ := e.State().Group("")
 	return &linuxRunEnv{dock: r, em: e, root: root, image: sigImage, state: t.TempDir(), def: g.Schemata}
 }

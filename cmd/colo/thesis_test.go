@@ -11,10 +11,7 @@ import (
 // docs/thesis.md holds the output of `colo thesis` between markers: the test fails when
 // the twin (or the thesis figures, or the causes) drift from what the docs say.
 func TestThesisTableInDocs(t *testing.T) {
-	out, err := runColo(t, "thesis", "--dir", "../../examples/thesis")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := mustRunColo(t, "thesis", "--dir", "../../examples/thesis")
 	doc, err := os.ReadFile("../../docs/thesis.md")
 	if err != nil {
 		t.Fatal(err)

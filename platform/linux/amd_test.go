@@ -3,7 +3,7 @@ package linux
 import (
 	"testing"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
@@ -14,10 +14,7 @@ import (
 // "socket number", and Close must restore system/default on all of them.
 func TestAMDSocketWritesEveryCCX(t *testing.T) {
 	e := newEnv(t)
-	m, err := machine.Get("epyc-7543")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, "epyc-7543")
 	em, err := emu.NewNamed("amd", emu.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -34,21 +31,10 @@ func TestAMDSocketWritesEveryCCX(t *testing.T) {
 	bm := parseBench(t, smokeYAML)
 	o := e.options(ad)
 	o.Machine = m
-	pf, err := New(bm, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, o)
 	defer pf.Close()
 	js := bm.Jobs[0]
-	if err := pf.Start(js, []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetAllocation(js.ID, 0, 0x0ff0, 16); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetDefaultMask(0, 0x000f); err != nil {
-		t.Fatal(err)
-	}
+	startAllocated(t, pf, js, 0, 0x0ff0, 16, 0x000f)
 	st := em.State()
 	class := pf.placement(js.ID).Group
 	g, ok := st.Group(class)

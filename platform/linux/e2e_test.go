@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"colo/bench"
-	"colo/internal/testenv"
+	"colo/internal/emutest"
 	_ "colo/policy/dcat" // static-cat, the example's scheduler (colo registers it too)
 	"colo/resctrl/emu"
 )
@@ -24,26 +24,10 @@ import (
 // which builds this platform through its registered factory.
 const exampleFile = "../../examples/linux/colocation.yaml"
 
-func procExists(pid int) bool {
-	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-	return err == nil
-}
-
 // mountEmulator mounts the validating resctrl emulator through FUSE.
 func mountEmulator(t *testing.T) (*emu.Emulator, string) {
 	t.Helper()
-	testenv.Need(t, "FUSE (apt-get install fuse3; scripts/setup.sh installs it)", emu.FUSEAvailable())
-	e, err := emu.NewNamed("intel", emu.Options{PIDExists: procExists})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	m, err := emu.Mount(e, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Unmount() })
-	return e, dir
+	return emutest.MountNamed(t, "intel", emu.Options{PIDExists: emutest.ProcExists})
 }
 
 // loadExample is `colo run exampleFile --platform linux --resctrl-root dir` up to
@@ -127,7 +111,7 @@ func (s *spy) checkClass(id, socket int, mask uint64) {
 		in[x] = true
 	}
 	for _, x := range tids {
-		if !in[x] && procExists(x) {
+		if !in[x] && emutest.ProcExists(x) {
 			s.t.Errorf("job %d: thread %d of the container is not in %s (%v)", id, x, pl.Group, g.Tasks)
 		}
 	}
@@ -263,15 +247,7 @@ func TestKilledMidRunReconciles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pb.Start(bm.Jobs[0], []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pb.SetAllocation(bm.Jobs[0].ID, 0, 0x3, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := pb.SetDefaultMask(0, 0xffc); err != nil {
-		t.Fatal(err)
-	}
+	startAllocated(t, pb, bm.Jobs[0], 0, 0x3, 0, 0xffc)
 	if err := pb.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/resctrl"
 	"colo/resctrl/emu"
@@ -25,10 +26,7 @@ type emuRDT struct {
 // newEmuRDT emulates machine name (e.g. icx-4314-2s) with its own resctrl profile.
 func newEmuRDT(t *testing.T, name string) *emuRDT {
 	t.Helper()
-	m, err := machine.Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, name)
 	r := &emuRDT{m: m, gone: map[int]bool{}}
 	p, err := emu.ProfileFromMachine(m, "")
 	if err != nil {

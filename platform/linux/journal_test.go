@@ -107,23 +107,9 @@ func TestKilledRunOnOneMountReconciledAfterARunOnAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pa.Start(fakeJob(0), []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pa.SetAllocation(0, 0, 0x7, 20); err != nil {
-		t.Fatal(err)
-	}
-	if err := pa.SetDefaultMask(0, 0xff8); err != nil {
-		t.Fatal(err)
-	}
+	startAllocated(t, pa, fakeJob(0), 0, 0x7, 20, 0xff8)
 	// kill -9: nothing undone; the PID now names another process (start time differs)
-	pa.cancel()
-	pa.wg.Wait()
-	r := pa.jr.Record()
-	r.Start++
-	if err := r.Save(); err != nil {
-		t.Fatal(err)
-	}
+	kill9(t, pa)
 	killed := tree(t, ac)
 	if killed == found {
 		t.Fatal("the killed run changed nothing")
@@ -132,15 +118,7 @@ func TestKilledRunOnOneMountReconciledAfterARunOnAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pb.Start(fakeJob(1), []int{1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pb.SetAllocation(1, 0, 0x3, 10); err != nil {
-		t.Fatal(err)
-	}
-	if err := pb.SetDefaultMask(0, 0xffc); err != nil {
-		t.Fatal(err)
-	}
+	startAllocated(t, pb, fakeJob(1), 1, 0x3, 10, 0xffc)
 	if err := pb.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +152,7 @@ func mustSchemata(t *testing.T, s string) resctrl.Schemata {
 // from its journal), its groups and system/default as found; nothing of a live run.
 func TestCleanupAfterCrash(t *testing.T) {
 	e := newEnv(t)
-	rdt := newEmuRDT(t, "icx-4314-2s")
-	o := e.options(rdt)
-	o.Machine = rdt.m
+	rdt, o := emuOptions(t, e)
 	bm := parseBench(t, smokeYAML)
 	live, err := New(nil, o) // a live run beside it keeps everything
 	if err != nil {
@@ -191,22 +167,8 @@ func TestCleanupAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pf.Start(bm.Jobs[0], []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetAllocation(bm.Jobs[0].ID, 0, 0x3, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetDefaultMask(0, 0xffc); err != nil {
-		t.Fatal(err)
-	}
-	pf.cancel() // "kill -9"
-	pf.wg.Wait()
-	r := pf.jr.Record()
-	r.Start++
-	if err := r.Save(); err != nil {
-		t.Fatal(err)
-	}
+	startAllocated(t, pf, bm.Jobs[0], 0, 0x3, 0, 0xffc)
+	kill9(t, pf) // "kill -9"
 	did, err := Cleanup(context.Background(), e.state, func(string) resctrl.FS { return rdt.em.FS() })
 	t.Logf("cleanup: %q", did)
 	if err != nil {

@@ -146,10 +146,7 @@ func TestBenchmarkOnRealContainers(t *testing.T) {
 	// takes to start containers (under stress-ng --cpu 4 the compute job was still
 	// running at the 10 s max_t).
 	bm.MaxT = 0
-	pf, err := New(bm, e.options(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, e.options(nil))
 	defer pf.Close()
 	if bm.Machine != pf.Machine() || bm.Machine.Name != "host" {
 		t.Fatalf("benchmark machine %v not the detected host", bm.Machine.Name)
@@ -219,14 +216,9 @@ func (s statsSpy) Read(id int) (bench.Counters, error) {
 // time grows, and Close removes every group and restores system/default.
 func TestAllocationsAndCPUTime(t *testing.T) {
 	e := newEnv(t)
-	rdt := newEmuRDT(t, "icx-4314-2s")
+	rdt, o := emuOptions(t, e)
 	bm := parseBench(t, smokeYAML)
-	o := e.options(rdt)
-	o.Machine = rdt.m
-	pf, err := New(bm, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, o)
 	defer pf.Close()
 	js := bm.Jobs[0]
 	if err := pf.Check(js); err != nil {
@@ -326,10 +318,7 @@ func TestBadInput(t *testing.T) {
 	// a loaded host may take seconds to run a container that exits at once: watch long
 	// enough that the exit is an event seen, not a race lost
 	o.StartGrace = 10 * time.Second
-	pf, err := New(bm, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, o)
 	defer pf.Close()
 	// A second platform on the same host runs beside the first (its own journal) and
 	// leaves the first's things alone when it starts and ends.
@@ -351,7 +340,7 @@ func TestBadInput(t *testing.T) {
 	// A container exiting at once: a clear error, nothing left.
 	js = bm.Jobs[0]
 	js.Command = "stress no-such-kind"
-	err = pf.Start(js, []int{0})
+	err := pf.Start(js, []int{0})
 	if err == nil || !strings.Contains(err.Error(), "exited at once") {
 		t.Errorf("exiting container: %v", err)
 	}
@@ -384,32 +373,16 @@ func TestBadInput(t *testing.T) {
 // platform removes them and restores system/default.
 func TestReconcileAfterCrash(t *testing.T) {
 	e := newEnv(t)
-	rdt := newEmuRDT(t, "icx-4314-2s")
+	rdt, o := emuOptions(t, e)
 	bm := parseBench(t, smokeYAML)
-	o := e.options(rdt)
-	o.Machine = rdt.m
 	pf, err := New(bm, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pf.Start(bm.Jobs[0], []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetAllocation(bm.Jobs[0].ID, 0, 0x3, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := pf.SetDefaultMask(0, 0xffc); err != nil {
-		t.Fatal(err)
-	}
+	startAllocated(t, pf, bm.Jobs[0], 0, 0x3, 0, 0xffc)
 	// "Crash": the process dies, nothing is undone; its journal stays, and its PID
 	// (this test's) now belongs to "another process" (another start time).
-	pf.cancel()
-	pf.wg.Wait()
-	r := pf.jr.Record()
-	r.Start++
-	if err := r.Save(); err != nil {
-		t.Fatal(err)
-	}
+	kill9(t, pf)
 	if c, _ := leftovers(t, e); c != 1 || len(rdt.groups("colo.")) != 2 {
 		t.Fatalf("crash state: %d containers, groups %v", c, rdt.groups("colo."))
 	}
@@ -470,10 +443,7 @@ func TestProcessRuntimePlatform(t *testing.T) {
 	bm := parseBench(t, strings.Replace(smokeYAML, "length: 4", "length: 2", 2))
 	bm.MaxT = 0 // the run ends when both jobs have (an event), not at a wall-clock bound
 	state := t.TempDir()
-	pf, err := New(bm, Options{Runtime: "process", Self: bin, StateDir: state, ResctrlRoot: "none", Logf: func(string, ...any) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, Options{Runtime: "process", Self: bin, StateDir: state, ResctrlRoot: "none", Logf: func(string, ...any) {}})
 	defer pf.Close()
 	s, err := sched.New("least-loaded", sched.Env{Machine: bm.Machine, Config: bm.Sched})
 	if err != nil {
@@ -534,10 +504,7 @@ func TestHardwarePathThroughPlatform(t *testing.T) {
 	bm := parseBench(t, strings.NewReplacer("length: 4", "length: 100", "max_t: 10", "max_t: 200").Replace(smokeYAML))
 	o := e.options(nil)
 	o.PerfSys, o.Microarch = pmu, "icelake-sp"
-	pf, err := New(bm, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := newPlatform(t, bm, o)
 	defer pf.Close()
 	if why := pf.IPCEUnavailable(); why != "" {
 		t.Errorf("with cycles and Ice Lake's stall events the platform says IPCE is unavailable: %s", why)

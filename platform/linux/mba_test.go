@@ -3,6 +3,7 @@ package linux
 import (
 	"testing"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 )
 
@@ -10,10 +11,7 @@ import (
 // mount has Intel's percentage step (the emulator's intel profile on a VM) gets percent,
 // so that "unlimited" is written as 100, which the mount accepts, and not 2048.
 func TestPercentMBAOnAnIntelMount(t *testing.T) {
-	amd, err := machine.Get("epyc-7543")
-	if err != nil {
-		t.Fatal(err)
-	}
+	amd := machinetest.Get(t, "epyc-7543")
 	m := *amd
 	mba := *amd.MBA
 	m.MBA = &mba
@@ -24,7 +22,7 @@ func TestPercentMBAOnAnIntelMount(t *testing.T) {
 	if !percentMBA(&m) || m.MBA.Unit != machine.MBAPercent || m.MBA.Max != 100 || m.MBA.Min != 10 {
 		t.Fatalf("the intel mount's MBA on an AMD CPU: %+v", m.MBA)
 	}
-	icx, _ := machine.Get("icx-4314-2s")
+	icx := machinetest.Get(t, "icx-4314-2s")
 	if percentMBA(icx) {
 		t.Fatal("an Intel machine was changed")
 	}

@@ -29,10 +29,7 @@ func BenchmarkPlatformRead(b *testing.B) {
 		fmt.Fprintf(&sb, "  j%d:\n    command: \"stress compute --duration 300s\"\n    num_cores: 1\n", i)
 	}
 	bm := parseBench(b, sb.String())
-	pf, err := New(bm, e.options(nil))
-	if err != nil {
-		b.Fatal(err)
-	}
+	pf := newPlatform(b, bm, e.options(nil))
 	defer pf.Close()
 	cpus := bm.Machine.Cores()
 	for i, j := range bm.Jobs {

@@ -6,20 +6,11 @@ import (
 	"time"
 
 	"colo/bench"
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/platform"
 	"colo/sched"
 	"colo/sim"
 )
-
-func icx(t *testing.T) *machine.Profile {
-	t.Helper()
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 func TestWorkloadFromCommand(t *testing.T) {
 	cases := map[string]string{
@@ -52,7 +43,7 @@ func TestWorkloadFromCommand(t *testing.T) {
 // one group serves one job per socket; releasing returns the task to system/default and
 // Close leaves no colo group behind.
 func TestAllocationsGoThroughResctrl(t *testing.T) {
-	p, err := New(icx(t), sim.Options{})
+	p, err := New(machinetest.Get(t, "icx-4314-2s"), sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +239,7 @@ func BenchmarkThesisHour(b *testing.B) {
 // L2 misses are carried into the counters (MLOAD: APKI 62 per kilo-instruction); the quota
 // is a platform.QuotaSetter capability; a bad quota changes nothing.
 func TestQuotaAndL2Misses(t *testing.T) {
-	p, err := New(icx(t), sim.Options{})
+	p, err := New(machinetest.Get(t, "icx-4314-2s"), sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,10 @@
 package ctlsched
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"colo/machine"
 	"colo/sched"
@@ -89,6 +91,24 @@ func Place(obs *sched.Observation, m *machine.Profile, d *sched.Decisions,
 		}
 	}
 	return nil, nil
+}
+
+// CheckSamples rejects a controller's step before anything changes: every sample must be
+// for a workload the controller knows and have an interval and counters that are numbers
+// ≥ 0 (ValidCounters). ctl names the controller in the error; fields gives a sample's
+// workload, interval and counters.
+func CheckSamples[S any](ctl string, samples []S, known func(id string) bool,
+	fields func(S) (id string, interval time.Duration, counters []float64)) error {
+	for _, s := range samples {
+		id, iv, counters := fields(s)
+		if !known(id) {
+			return fmt.Errorf("%s: sample for unknown workload %q", ctl, id)
+		}
+		if iv < 0 || !ValidCounters(counters...) {
+			return fmt.Errorf("%s: sample for %q has a negative or NaN counter: %+v", ctl, id, s)
+		}
+	}
+	return nil
 }
 
 // ValidCounters reports whether every counter of a sample is a number ≥ 0 (the controllers

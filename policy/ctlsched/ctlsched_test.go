@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/sched"
 )
 
@@ -38,10 +38,7 @@ func TestPlacement(t *testing.T) {
 // admit refuses one, and stops the queue at the first job that goes nowhere (FIFO), even
 // when a later job would fit.
 func TestPlaceFIFO(t *testing.T) {
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, "icx-4314-2s")
 	obs := &sched.Observation{FreeCPUs: [][]int{{0, 1}, {16, 17, 18}}, Queue: []sched.Job{
 		{ID: 1, Cores: 1000},          // more cores than a socket: NeverFits
 		{ID: 2, Name: "no", Cores: 1}, // refused by reject

@@ -303,18 +303,18 @@ func (c *Controller) Phases(id string) int {
 	return 0
 }
 
+// knows reports whether id is a workload of the controller.
+func (c *Controller) knows(id string) bool { _, ok := c.ws[id]; return ok }
+
 // Step feeds counter deltas observed up to now. When a control period has elapsed since the
 // last full decision, or a workload was added or removed, it decides and returns the
 // decision with ok = true. Samples for unknown workloads or with negative counters are
 // rejected before anything changes.
 func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, error) {
-	for _, s := range samples {
-		if _, ok := c.ws[s.ID]; !ok {
-			return Decision{}, false, fmt.Errorf("dcat: sample for unknown workload %q", s.ID)
-		}
-		if s.Interval < 0 || !ctlsched.ValidCounters(s.Instructions, s.Cycles, s.Loads, s.LLCRefs, s.LLCMisses) {
-			return Decision{}, false, fmt.Errorf("dcat: sample for %q has a negative or NaN counter: %+v", s.ID, s)
-		}
+	if err := ctlsched.CheckSamples("dcat", samples, c.knows, func(s Sample) (string, time.Duration, []float64) {
+		return s.ID, s.Interval, []float64{s.Instructions, s.Cycles, s.Loads, s.LLCRefs, s.LLCMisses}
+	}); err != nil {
+		return Decision{}, false, err
 	}
 	if !c.started {
 		c.started = true

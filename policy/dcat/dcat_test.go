@@ -387,14 +387,8 @@ func TestAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(c.Add("a", 4))
-	must(c.Add("b", 4))
+	must(t, c.Add("a", 4))
+	must(t, c.Add("b", 4))
 	for _, tc := range []struct {
 		id   string
 		b    int
@@ -411,12 +405,12 @@ func TestAdmission(t *testing.T) {
 			t.Errorf("Add(%q, %d) = %v, want an error mentioning %q", tc.id, tc.b, err, tc.frag)
 		}
 	}
-	must(c.Add("c", 2))
+	must(t, c.Add("c", 2))
 	// Host ways count against admission.
 	o := DefaultOptions(10)
 	o.HostWays = 2
 	c2, _ := New(o)
-	must(c2.Add("a", 8))
+	must(t, c2.Add("a", 8))
 	if err := c2.Add("b", 1); err == nil {
 		t.Fatal("baselines 8+1 with 2 host ways of 10 must be rejected")
 	}
@@ -424,8 +418,8 @@ func TestAdmission(t *testing.T) {
 	o = DefaultOptions(20)
 	o.MaxCLOS = 3
 	c3, _ := New(o)
-	must(c3.Add("a", 1))
-	must(c3.Add("b", 1))
+	must(t, c3.Add("a", 1))
+	must(t, c3.Add("b", 1))
 	if err := c3.Add("c", 1); err == nil || !strings.Contains(err.Error(), "class of service") {
 		t.Fatalf("third tenant with 3 CLOS: %v", err)
 	}
@@ -597,5 +591,13 @@ func TestSampleIntervalRates(t *testing.T) {
 		if !withInterval && st != Donor {
 			t.Fatalf("without the interval the rate is 0.5M refs/s, below llc_ref_rate: expected Donor, got %v", st)
 		}
+	}
+}
+
+// must fails the test on an error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,45 +4,15 @@ import (
 	"strings"
 	"testing"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/sched"
 )
-
-func TestSchedulerOptionsRejected(t *testing.T) {
-	m, _ := machine.Get("bdw-2697v4")
-	for _, tc := range []struct {
-		opts map[string]any
-		frag string
-	}{
-		{map[string]any{"baseline": 21}, "baseline = 21"},
-		{map[string]any{"baseline": 2.5}, "whole number"},
-		{map[string]any{"miss_rate_threshold": -0.1}, "miss_rate_threshold"},
-		{map[string]any{"period_t": 0}, "period"},
-		{map[string]any{"policy": "greedy"}, "unknown policy"},
-		{map[string]any{"bogus": 1}, `unknown scheduler.options key "bogus"`},
-		{map[string]any{"dcat.streaming_factor": 0.5}, "streaming_factor"},
-	} {
-		cfg := sched.DefaultConfig()
-		cfg.Options = tc.opts
-		_, err := sched.New("dcat", sched.Env{Machine: m, Config: cfg})
-		if err == nil || !strings.Contains(err.Error(), tc.frag) {
-			t.Errorf("options %v: %v, want an error mentioning %q", tc.opts, err, tc.frag)
-		}
-	}
-	cfg := sched.DefaultConfig()
-	cfg.Options = map[string]any{"dcat.baseline": 3, "vp.window": 2}
-	for _, n := range []string{"dcat", "static-cat"} {
-		if _, err := sched.New(n, sched.Env{Machine: m, Config: cfg}); err != nil {
-			t.Errorf("%s: %v", n, err)
-		}
-	}
-}
 
 // A baseline wider than the cache is an option error (bad input, issue #13), not a job
 // rejected at run time; jobs whose baselines would over-commit the cache wait (admission
 // error logged), never squeezed.
 func TestSchedulerAdmission(t *testing.T) {
-	m, _ := machine.Get("bdw-2697v4")
+	m := machinetest.Get(t, "bdw-2697v4")
 	cfg := sched.DefaultConfig()
 	cfg.ReserveWays = 0
 	cfg.Options = map[string]any{"baseline": 8, "baselines": map[string]any{"huge": 25}}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
+	"colo/internal/simtest"
 	"colo/machine"
 	"colo/sim"
 )
@@ -29,14 +31,8 @@ type srig struct {
 
 func newSimRig(t *testing.T, machineName string, opt Options) *srig {
 	t.Helper()
-	p, err := machine.Get(machineName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.New(p, sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := machinetest.Get(t, machineName)
+	m := simtest.New(t, p)
 	c, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -58,14 +54,16 @@ func (r *srig) admit(id string, baseline int) {
 
 func (r *srig) start(id string, w sim.Workload) {
 	r.t.Helper()
-	sid, err := r.m.AddWorkload(w, []int{r.core[id]})
-	if err != nil {
-		r.t.Fatal(err)
+	r.ids[id] = simtest.Start(r.t, r.m, w, []int{r.core[id]}, r.clos[id])
+}
+
+// lookbusy admits a lookbusy VM per id with baseline ways and starts it.
+func (r *srig) lookbusy(baseline int, ids ...string) {
+	r.t.Helper()
+	for _, id := range ids {
+		r.admit(id, baseline)
+		r.start(id, sim.Lookbusy())
 	}
-	if err := r.m.Assign(sid, r.clos[id]); err != nil {
-		r.t.Fatal(err)
-	}
-	r.ids[id] = sid
 }
 
 func (r *srig) stop(id string) {
@@ -78,11 +76,7 @@ func (r *srig) stop(id string) {
 
 func (r *srig) decide(ss []Sample) (Decision, bool) {
 	r.t.Helper()
-	d, ok, err := r.c.Step(r.m.Now(), ss)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return d, ok
+	return step(r.t, r.c, r.m.Now(), ss)
 }
 
 func (r *srig) apply(d Decision, ok bool) {
@@ -106,27 +100,15 @@ func (r *srig) apply(d Decision, ok bool) {
 // second runs one second of virtual time (10 sim steps) and one control period.
 func (r *srig) second() Decision {
 	r.t.Helper()
-	acc := map[sim.ID]*Sample{}
-	for i := 0; i < 10; i++ {
-		for _, k := range r.m.Step(100 * time.Millisecond) {
-			s := acc[k.ID]
-			if s == nil {
-				s = &Sample{}
-				acc[k.ID] = s
-			}
-			s.Instructions += float64(k.Instructions)
-			s.Cycles += float64(k.Cycles)
-			s.Loads += float64(k.L1References)
-			s.LLCRefs += float64(k.LLCReferences)
-			s.LLCMisses += float64(k.LLCMisses)
-		}
-	}
+	acc := simtest.Sum(r.m, 10, 100*time.Millisecond)
 	var ss []Sample
 	for _, id := range r.c.ids {
 		s := Sample{ID: id}
-		if sid, ok := r.ids[id]; ok && acc[sid] != nil {
-			s = *acc[sid]
-			s.ID = id
+		if sid, ok := r.ids[id]; ok {
+			if k, ok := acc[sid]; ok {
+				s = Sample{ID: id, Instructions: float64(k.Instructions), Cycles: float64(k.Cycles), Loads: float64(k.L1References),
+					LLCRefs: float64(k.LLCReferences), LLCMisses: float64(k.LLCMisses)}
+			}
 		}
 		ss = append(ss, s)
 	}
@@ -199,10 +181,7 @@ func TestSimIdleDonatesAndReclaims(t *testing.T) {
 // released ways.
 func TestSimStreamingReleasesToReceiver(t *testing.T) {
 	r := newSimRig(t, "bdw-2697v4", DefaultOptions(20))
-	for _, id := range []string{"lb1", "lb2", "lb3", "lb4", "lb5"} {
-		r.admit(id, 2)
-		r.start(id, sim.Lookbusy())
-	}
+	r.lookbusy(2, "lb1", "lb2", "lb3", "lb4", "lb5")
 	r.admit("mload", 3)
 	r.admit("mlr", 3)
 	r.start("mload", sim.MLOAD(60<<20))
@@ -312,10 +291,7 @@ func TestSimTwoMLRMaxPerformance(t *testing.T) {
 	opt := DefaultOptions(20)
 	opt.Policy = MaxPerformance
 	r := newSimRig(t, "bdw-2697v4", opt)
-	for _, id := range []string{"lb1", "lb2", "lb3", "lb4"} {
-		r.admit(id, 1)
-		r.start(id, sim.Lookbusy())
-	}
+	r.lookbusy(1, "lb1", "lb2", "lb3", "lb4")
 	r.admit("mlr8", 2)
 	r.admit("mlr12", 2)
 	r.start("mlr8", sim.MLR(8<<20))
@@ -329,10 +305,7 @@ func TestSimTwoMLRMaxPerformance(t *testing.T) {
 	if a0+b0 <= 12 {
 		t.Fatalf("the MLRs should hold more than 12 ways before the newcomers: %d + %d", r.ways["mlr8"], r.ways["mlr12"])
 	}
-	for _, id := range []string{"lb5", "lb6", "lb7", "lb8"} {
-		r.admit(id, 1)
-		r.start(id, sim.Lookbusy())
-	}
+	r.lookbusy(1, "lb5", "lb6", "lb7", "lb8")
 	a, b := r.ways["mlr8"], r.ways["mlr12"]
 	best, ba, bb := -1.0, 0, 0
 	for x, vx := range t8 {
@@ -381,28 +354,7 @@ func soloTable(t *testing.T, p *machine.Profile, w sim.Workload, maxWays int) []
 	t.Helper()
 	out := make([]float64, maxWays+1)
 	for k := 1; k <= maxWays; k++ {
-		m, err := sim.New(p, sim.Options{Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		masks := make([]uint64, p.LLCDomains())
-		for i := range masks {
-			masks[i] = 1<<uint(k) - 1
-		}
-		if err := m.SetCLOS(1, masks, nil); err != nil {
-			t.Fatal(err)
-		}
-		id, err := m.AddWorkload(w, []int{0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Assign(id, 1); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 100; i++ {
-			m.Step(100 * time.Millisecond)
-		}
-		c := m.Step(time.Second)[0]
+		c := simtest.Alone(t, p, w, k, 100)
 		out[k] = float64(c.Instructions) / float64(c.Cycles)
 	}
 	return out

@@ -42,6 +42,7 @@ import (
 
 	"colo/metric"
 	"colo/policy"
+	"colo/policy/ctlsched"
 	"colo/policy/dcat"
 )
 
@@ -306,14 +307,11 @@ func (c *Controller) event(kind, id, f string, a ...any) {
 // Step feeds counter deltas up to now and returns a decision when the masks must change
 // (sampling steps, the end of sampling, the 500 ms partitioning, arrivals and departures).
 func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, error) {
-	for _, s := range samples {
-		if _, ok := c.apps[s.ID]; !ok {
-			return Decision{}, false, fmt.Errorf("lfoc+: sample for unknown application %q", s.ID)
-		}
-		if s.Instructions < 0 || s.Cycles < 0 || s.LLCMisses < 0 || s.OccupancyBytes < 0 ||
-			math.IsNaN(s.Instructions+s.Cycles+s.LLCMisses+s.OccupancyBytes) {
-			return Decision{}, false, fmt.Errorf("lfoc+: sample for %q has a negative or NaN counter: %+v", s.ID, s)
-		}
+	known := func(id string) bool { _, ok := c.apps[id]; return ok }
+	if err := ctlsched.CheckSamples("lfoc+", samples, known, func(s Sample) (string, time.Duration, []float64) {
+		return s.ID, 0, []float64{s.Instructions, s.Cycles, s.LLCMisses, s.OccupancyBytes}
+	}); err != nil {
+		return Decision{}, false, err
 	}
 	c.now = now
 	if !c.started {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"colo/data"
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/perfmodel"
 	"colo/policy"
 	"colo/profile"
@@ -344,10 +344,7 @@ func sampleClass(t *testing.T, opt Options, tb, filler *profile.Table) (policy.C
 // full curves.
 func TestOnlineLFOCPlusFairestOnAverage(t *testing.T) {
 	set, opt := skx(t)
-	m, err := machine.Get("skx-6138")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := machinetest.Get(t, "skx-6138")
 	filler, _ := set.Get("povray06")
 	ws, err := profile.ParseWorkloads(strings.NewReader(mustRead(t, "pbbcache-skylake/workloads.csv")), "workloads.csv", set)
 	if err != nil {

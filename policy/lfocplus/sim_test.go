@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
+	"colo/internal/simtest"
 	"colo/machine"
 	"colo/policy"
 	"colo/profile"
@@ -15,10 +17,7 @@ import (
 // co-runner: the controller's masks go to two classes of service, the simulator's counters
 // (with its cache fill dynamics and memory-bus contention) come back every 10 ms.
 func sampleOnSim(t *testing.T, p *machine.Profile, opt Options, app, filler *profile.Table) (policy.Class, bool) {
-	m, err := sim.New(p, sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := simtest.New(t, p)
 	c, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -26,14 +25,7 @@ func sampleOnSim(t *testing.T, p *machine.Profile, opt Options, app, filler *pro
 	ids := map[string]sim.ID{}
 	clos := map[string]int{"app": 1, "bg": 2}
 	for name, tb := range map[string]*profile.Table{"app": app, "bg": filler} {
-		id, err := m.AddWorkload(sim.Single(sim.FromTable(tb), 1), []int{clos[name] - 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[name] = id
-		if err := m.Assign(id, clos[name]); err != nil {
-			t.Fatal(err)
-		}
+		ids[name] = simtest.Start(t, m, sim.Single(sim.FromTable(tb), 1), []int{clos[name] - 1}, clos[name])
 		if err := c.Add(name); err != nil {
 			t.Fatal(err)
 		}
@@ -76,10 +68,7 @@ func sampleOnSim(t *testing.T, p *machine.Profile, opt Options, app, filler *pro
 // intervals: 2 differ; 10: none).
 func TestSimSamplingMatchesTable1(t *testing.T) {
 	set, opt := skx(t)
-	p, err := machine.Get("skx-6138")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := machinetest.Get(t, "skx-6138")
 	filler, _ := set.Get("lbm06")
 	match := 0
 	var differ []string

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 )
 
 // BenchmarkDecision measures one period (the controller's Step only, not the test plant) (classification of every workload, hurt detection,
 // the ladder's choice and a repercussion window) for 16 and 64 single-core workloads on a
 // two-socket machine with 32 cores per socket (icx-4314-2s widened to hold 64).
 func BenchmarkDecision(b *testing.B) {
-	base, _ := machine.Get("icx-4314-2s")
+	base := machinetest.Get(b, "icx-4314-2s")
 	m := *base
 	m.CoresPerSocket = 32
 	for _, n := range []int{16, 64} {

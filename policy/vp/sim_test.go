@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
+	"colo/internal/simtest"
 	"colo/machine"
 	"colo/profile"
 	"colo/sched"
@@ -29,22 +31,9 @@ type vsim struct {
 func newVSim(t *testing.T, opt func(*Options)) *vsim { return newVSimOn(t, "icx-4314-2s", opt) }
 
 func newVSimOn(t *testing.T, name string, opt func(*Options)) *vsim {
-	p, err := machine.Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.New(p, sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := DefaultOptions(p)
-	if opt != nil {
-		opt(&o)
-	}
-	c, err := New(p, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := machinetest.Get(t, name)
+	m := simtest.New(t, p)
+	c := newController(t, p, opt)
 	return &vsim{t: t, p: p, m: m, c: c, ids: map[string]sim.ID{}, clos: map[string]int{}, cfg: map[string]Config{}}
 }
 
@@ -53,15 +42,8 @@ func (r *vsim) start(id string, w sim.Workload, cores []int) {
 	if err := r.c.Add(id, 1, cores); err != nil {
 		r.t.Fatal(err)
 	}
-	sid, err := r.m.AddWorkload(w, cores)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.ids[id] = sid
 	r.clos[id] = len(r.clos) + 1
-	if err := r.m.Assign(sid, r.clos[id]); err != nil {
-		r.t.Fatal(err)
-	}
+	r.ids[id] = simtest.Start(r.t, r.m, w, cores, r.clos[id])
 	d, ok, err := r.c.Step(r.m.Now(), nil)
 	if err != nil {
 		r.t.Fatal(err)
@@ -97,27 +79,12 @@ func (r *vsim) apply(d Decision) {
 
 func (r *vsim) second() Decision {
 	r.t.Helper()
-	acc := map[sim.ID]*Sample{}
-	for i := 0; i < 10; i++ {
-		for _, k := range r.m.Step(100 * time.Millisecond) {
-			s := acc[k.ID]
-			if s == nil {
-				s = &Sample{}
-				acc[k.ID] = s
-			}
-			s.Instructions += float64(k.Instructions)
-			s.Cycles += float64(k.Cycles)
-			s.L2Misses += float64(k.L2Misses)
-			s.LLCMisses += float64(k.LLCMisses)
-			s.MemBytes += float64(k.MemBytesTotal)
-		}
-	}
+	acc := simtest.Sum(r.m, 10, 100*time.Millisecond)
 	var ss []Sample
 	for id, sid := range r.ids {
-		if a := acc[sid]; a != nil {
-			s := *a
-			s.ID = id
-			ss = append(ss, s)
+		if k, ok := acc[sid]; ok {
+			ss = append(ss, Sample{ID: id, Instructions: float64(k.Instructions), Cycles: float64(k.Cycles), L2Misses: float64(k.L2Misses),
+				LLCMisses: float64(k.LLCMisses), MemBytes: float64(k.MemBytesTotal)})
 		}
 	}
 	d, ok, err := r.c.Step(r.m.Now(), ss)
@@ -237,31 +204,10 @@ func TestSimClassifyDataset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := machine.Get("skx-6138")
+	p := machinetest.Get(t, "skx-6138")
 	th := DefaultThresholds()
 	measure := func(tb *profile.Table, ways int) (State, float64) {
-		m, err := sim.New(p, sim.Options{Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		masks := make([]uint64, p.LLCDomains())
-		for i := range masks {
-			masks[i] = 1<<uint(ways) - 1
-		}
-		if err := m.SetCLOS(1, masks, nil); err != nil {
-			t.Fatal(err)
-		}
-		id, err := m.AddWorkload(sim.Single(sim.FromTable(tb), 1), []int{0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Assign(id, 1); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 20; i++ {
-			m.Step(100 * time.Millisecond)
-		}
-		c := m.Step(time.Second)[0]
+		c := simtest.Alone(t, p, sim.Single(sim.FromTable(tb), 1), ways, 20)
 		if c.LLCReferences > 0 && c.L2Misses == 0 {
 			t.Fatalf("%s: the simulator reports no L2 misses", tb.Name)
 		}

@@ -394,15 +394,15 @@ func (c *Controller) busy() map[int]string {
 	return b
 }
 
+// knows reports whether id is a workload of the controller.
+func (c *Controller) knows(id string) bool { _, ok := c.ws[id]; return ok }
+
 // Step feeds counter deltas up to now; once a period has elapsed it decides.
 func (c *Controller) Step(now time.Duration, samples []Sample) (Decision, bool, error) {
-	for _, s := range samples {
-		if _, ok := c.ws[s.ID]; !ok {
-			return Decision{}, false, fmt.Errorf("vp: sample for unknown workload %q", s.ID)
-		}
-		if s.Interval < 0 || !ctlsched.ValidCounters(s.Instructions, s.Cycles, s.L2Misses, s.LLCMisses, s.MemBytes) {
-			return Decision{}, false, fmt.Errorf("vp: sample for %q has a negative or NaN counter: %+v", s.ID, s)
-		}
+	if err := ctlsched.CheckSamples("vp", samples, c.knows, func(s Sample) (string, time.Duration, []float64) {
+		return s.ID, s.Interval, []float64{s.Instructions, s.Cycles, s.L2Misses, s.LLCMisses, s.MemBytes}
+	}); err != nil {
+		return Decision{}, false, err
 	}
 	if !c.started {
 		c.started = true

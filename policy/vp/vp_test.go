@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 	"colo/profile"
 )
@@ -49,7 +50,7 @@ func TestClassifyBounds(t *testing.T) {
 }
 
 func TestThresholdsAndOptionsValidate(t *testing.T) {
-	m, _ := machine.Get("icx-4314-2s")
+	m := machinetest.Get(t, "icx-4314-2s")
 	for name, mut := range map[string]func(*Options){
 		"L3 MPKI":         func(o *Options) { o.MPKILow = -1 },
 		"MF bounds":       func(o *Options) { o.MFHigh = 0.1 },
@@ -154,25 +155,30 @@ func sortedIDs(m map[string]*papp) []string {
 }
 
 type vrig struct {
-	t   *testing.T
-	c   *Controller
-	p   *plant
-	now time.Duration
+	t    *testing.T
+	c    *Controller
+	p    *plant
+	now  time.Duration
+	acts []string // the actions of the periods run by run
 }
 
-func newVRig(t *testing.T, opt func(*Options)) *vrig {
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := DefaultOptions(m)
+// newController is a controller for p with the default options changed by opt (if not nil).
+func newController(t *testing.T, p *machine.Profile, opt func(*Options)) *Controller {
+	t.Helper()
+	o := DefaultOptions(p)
 	if opt != nil {
 		opt(&o)
 	}
-	c, err := New(m, o)
+	c, err := New(p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func newVRig(t *testing.T, opt func(*Options)) *vrig {
+	m := machinetest.Get(t, "icx-4314-2s")
+	c := newController(t, m, opt)
 	return &vrig{t: t, c: c, p: &plant{m: m, apps: map[string]*papp{}, cfg: map[string]Config{}}}
 }
 
@@ -196,6 +202,44 @@ func (r *vrig) period() Decision {
 		r.p.cfg[c.ID] = c
 	}
 	return d
+}
+
+// addVictimAndStreamer adds a cache-sensitive victim V (cores 0-1, running) and a
+// streaming aggressor X (cores 2-3, 10 GB/s, not started).
+func (r *vrig) addVictimAndStreamer() {
+	r.add("V", []int{0, 1}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, on: true})
+	r.add("X", []int{2, 3}, &papp{ipc0: 0.5, l2mpki: 40, mf0: 0.95, streaming: true, bwGBs: 10})
+}
+
+// start takes the initial step and three calm periods.
+func (r *vrig) start() {
+	r.init()
+	for i := 0; i < 3; i++ {
+		r.period()
+	}
+}
+
+// startStreaming starts the rig (start) and then the streaming aggressor X.
+func (r *vrig) startStreaming() {
+	r.start()
+	r.p.apps["X"].on = true
+}
+
+// run runs n periods and appends their actions to r.acts.
+func (r *vrig) run(n int) {
+	for i := 0; i < n; i++ {
+		r.acts = append(r.acts, actStrings(r.period())...)
+	}
+}
+
+// wantActs requires the actions run has recorded since the last wantActs to be want
+// (none when want is empty), then forgets them.
+func (r *vrig) wantActs(what string, want ...string) {
+	r.t.Helper()
+	if fmt.Sprint(r.acts) != fmt.Sprint(want) {
+		r.t.Fatalf("%s:\n got  %v\n want %v", what, r.acts, want)
+	}
+	r.acts = nil
 }
 
 func (r *vrig) init() {
@@ -423,22 +467,16 @@ func TestClassifyDataset(t *testing.T) {
 // Core move: on a machine with SMT, an aggressor on the victim's sibling thread moves to a
 // free core of the same LLC domain whose physical core the victim does not use.
 func TestCoreMoveOffSiblings(t *testing.T) {
-	base, _ := machine.Get("icx-4314-2s")
+	base := machinetest.Get(t, "icx-4314-2s")
 	m := *base
 	m.ThreadsPerCore = 2 // logical CPUs 0..63; c and c+32 are siblings
 	c, err := New(&m, DefaultOptions(&m))
 	if err != nil {
 		t.Fatal(err)
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(c.Add("v", 1, []int{0, 1}))
-	must(c.Add("a", 1, []int{32, 2}))
-	must(c.Add("o", 1, []int{3}))
+	must(t, c.Add("v", 1, []int{0, 1}))
+	must(t, c.Add("a", 1, []int{32, 2}))
+	must(t, c.Add("o", 1, []int{3}))
 	cfg, ok := c.apply(CoreMove, c.ws["a"], c.ws["v"])
 	if !ok {
 		t.Fatal("core move not applicable to an aggressor on the victim's sibling")
@@ -453,8 +491,8 @@ func TestCoreMoveOffSiblings(t *testing.T) {
 	}
 	// Without SMT the rung does not apply.
 	c2, _ := New(base, DefaultOptions(base))
-	must(c2.Add("v", 1, []int{0}))
-	must(c2.Add("a", 1, []int{1}))
+	must(t, c2.Add("v", 1, []int{0}))
+	must(t, c2.Add("a", 1, []int{1}))
 	if _, ok := c2.apply(CoreMove, c2.ws["a"], c2.ws["v"]); ok {
 		t.Fatal("core move applied without SMT siblings")
 	}
@@ -466,11 +504,7 @@ func TestExhaustedLadderDoesNotBlock(t *testing.T) {
 	r := newVRig(t, func(o *Options) { o.Skip = []Kind{CATConfine, CPUQuota, CoreMove, SocketMove, MBAStep} })
 	r.add("V", []int{0}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, memSens: 0.6, on: true})
 	r.add("X", []int{1}, &papp{ipc0: 0.5, l2mpki: 40, mf0: 0.95, streaming: true, bwGBs: 40})
-	r.init()
-	for i := 0; i < 3; i++ {
-		r.period()
-	}
-	r.p.apps["X"].on = true
+	r.startStreaming()
 	for i := 0; i < 3; i++ {
 		r.period()
 	}
@@ -493,50 +527,26 @@ func TestExhaustedLadderDoesNotBlock(t *testing.T) {
 // relaxed for good. Every relaxation steps back the most recent throttle.
 func TestRelaxNoPingPong(t *testing.T) {
 	r := newVRig(t, nil)
-	r.add("V", []int{0, 1}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, on: true})
-	r.add("X", []int{2, 3}, &papp{ipc0: 0.5, l2mpki: 40, mf0: 0.95, streaming: true, bwGBs: 10})
-	r.init()
-	for i := 0; i < 3; i++ {
-		r.period()
-	}
-	r.p.apps["X"].on = true
-	var acts []string
-	run := func(n int) {
-		for i := 0; i < n; i++ {
-			acts = append(acts, actStrings(r.period())...)
-		}
-	}
-	run(12)
-	want := []string{"cat-confine X", "relax cat-confine X", "undo relax cat-confine X (repercussion on [V])"}
-	if fmt.Sprint(acts) != fmt.Sprint(want) {
-		t.Fatalf("confine, one relaxation, restored:\n got  %v\n want %v", acts, want)
-	}
+	r.addVictimAndStreamer()
+	r.startStreaming()
+	r.run(12)
+	r.wantActs("confine, one relaxation, restored", "cat-confine X", "relax cat-confine X", "undo relax cat-confine X (repercussion on [V])")
 	if c, _ := r.c.decisionCfg("X"); c.Mask != 0xc00 {
 		t.Fatalf("the confinement should be restored: %#x", c.Mask)
 	}
-	acts = nil
-	run(60)
-	if len(acts) != 0 {
-		t.Fatalf("a pinned throttle must not be relaxed again while nothing changes: %v", acts)
-	}
+	r.run(60)
+	r.wantActs("a pinned throttle must not be relaxed again while nothing changes")
 	// X's phase changes (L2 MPKI 40 → 80): one new attempt, hurt again, pinned again.
 	r.p.apps["X"].l2mpki = 80
-	run(30)
-	want = []string{"relax cat-confine X", "undo relax cat-confine X (repercussion on [V])"}
-	if fmt.Sprint(acts) != fmt.Sprint(want) {
-		t.Fatalf("after X's phase change:\n got  %v\n want %v", acts, want)
-	}
+	r.run(30)
+	r.wantActs("after X's phase change", "relax cat-confine X", "undo relax cat-confine X (repercussion on [V])")
 	// V leaves: the contention it suffered from is gone, the confinement goes for good.
-	acts = nil
 	if err := r.c.Remove("V"); err != nil {
 		t.Fatal(err)
 	}
 	delete(r.p.apps, "V")
-	run(20)
-	want = []string{"relax cat-confine X"}
-	if fmt.Sprint(acts) != fmt.Sprint(want) {
-		t.Fatalf("after V left:\n got  %v\n want %v", acts, want)
-	}
+	r.run(20)
+	r.wantActs("after V left", "relax cat-confine X")
 	if c, _ := r.c.decisionCfg("X"); c.Mask != r.p.m.FullMask() || len(r.c.kept) != 0 {
 		t.Fatalf("X should have the full mask back and nothing kept: %#x %+v", c.Mask, r.c.kept)
 	}
@@ -547,40 +557,23 @@ func TestRelaxNoPingPong(t *testing.T) {
 // the controller alternate between relaxing and re-taking the throttle.
 func TestRelaxRetakenIsPinned(t *testing.T) {
 	r := newVRig(t, nil)
-	r.add("V", []int{0, 1}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, on: true})
-	r.add("X", []int{2, 3}, &papp{ipc0: 0.5, l2mpki: 40, mf0: 0.95, streaming: true, bwGBs: 10})
-	r.init()
-	for i := 0; i < 3; i++ {
-		r.period()
-	}
-	var acts []string
-	run := func(n int) {
-		for i := 0; i < n; i++ {
-			acts = append(acts, actStrings(r.period())...)
-		}
-	}
-	r.p.apps["X"].on = true
-	run(4)
+	r.addVictimAndStreamer()
+	r.startStreaming()
+	r.run(4)
 	// X pauses its streaming: the confinement is relaxed and the window sees no hurt.
 	r.p.apps["X"].streaming = false
-	run(10)
+	r.run(10)
 	// X streams again after the window: V is hurt, the ladder confines X again — pinned.
 	r.p.apps["X"].streaming = true
-	run(4)
-	want := []string{"cat-confine X", "relax cat-confine X", "cat-confine X"}
-	if fmt.Sprint(acts) != fmt.Sprint(want) {
-		t.Fatalf("got  %v\nwant %v", acts, want)
-	}
+	r.run(4)
+	r.wantActs("confined, relaxed, confined again", "cat-confine X", "relax cat-confine X", "cat-confine X")
 	if len(r.c.kept) != 1 || !r.c.kept[0].pinned {
 		t.Fatalf("the re-taken confinement should be pinned: %+v", r.c.kept)
 	}
 	// The next pause is not answered by another relaxation.
 	r.p.apps["X"].streaming = false
-	acts = nil
-	run(30)
-	if len(acts) != 0 {
-		t.Fatalf("pinned, yet: %v", acts)
-	}
+	r.run(30)
+	r.wantActs("pinned, yet")
 }
 
 // An action undone for its repercussions is banned for its victim until the victim or the
@@ -589,38 +582,29 @@ func TestRelaxRetakenIsPinned(t *testing.T) {
 // Only socket moves are allowed here; moving the streaming X to socket 1 hurts Y there.
 func TestUndoneActionBanned(t *testing.T) {
 	r := newVRig(t, func(o *Options) { o.Skip = []Kind{CATConfine, MBAStep, CPUQuota, CoreMove} })
-	r.add("V", []int{0, 1}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, on: true})
-	r.add("X", []int{2, 3}, &papp{ipc0: 0.5, l2mpki: 40, mf0: 0.95, streaming: true, bwGBs: 10})
+	r.addVictimAndStreamer()
 	r.add("Y", []int{16, 17}, &papp{ipc0: 1, l2mpki: 20, mf0: 0.15, cacheSens: 0.35, bwGBs: 5, on: true})
-	r.init()
-	for i := 0; i < 3; i++ {
-		r.period()
-	}
-	var acts []string
-	run := func(n int) {
-		for i := 0; i < n; i++ {
-			acts = append(acts, actStrings(r.period())...)
-		}
-	}
-	r.p.apps["X"].on = true
-	run(4)
+	r.startStreaming()
+	r.run(4)
 	want := []string{"socket-move X", "undo socket-move X (repercussion on [Y])"}
-	if fmt.Sprint(acts) != fmt.Sprint(want) {
-		t.Fatalf("got %v, want %v", acts, want)
-	}
+	r.wantActs("X moved, and moved back", want...)
 	// X pauses for a period (V is fine, its exhausted mark clears), then streams again.
 	r.p.apps["X"].on = false
-	run(1)
+	r.run(1)
 	r.p.apps["X"].on = true
-	acts = nil
-	run(10)
-	if len(acts) != 0 {
-		t.Fatalf("the undone move was tried again: %v", acts)
-	}
+	r.acts = nil
+	r.run(10)
+	r.wantActs("the undone move was tried again")
 	// X's phase changes: the ban is lifted and the move is tried (and undone) once more.
 	r.p.apps["X"].l2mpki = 80
-	run(6)
-	if fmt.Sprint(acts) != fmt.Sprint(want) {
-		t.Fatalf("after X's phase change: got %v, want %v", acts, want)
+	r.run(6)
+	r.wantActs("after X's phase change", want...)
+}
+
+// must fails the test on an error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

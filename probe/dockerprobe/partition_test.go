@@ -1,13 +1,12 @@
 package dockerprobe
 
 import (
-	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"colo/internal/testenv"
+	"colo/internal/emutest"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 	rt "colo/runtime"
@@ -16,21 +15,7 @@ import (
 // The isolated partition on the resctrl emulator's FUSE mount: one CLOS with the lowest
 // ways and the MBA percent on every L3 domain, the cgroup's threads in it, removed after.
 func TestPartitionOnEmulator(t *testing.T) {
-	testenv.Need(t, "FUSE for the resctrl emulator (apt-get install fuse3; scripts/setup.sh installs it)", emu.FUSEAvailable())
-	e, err := emu.NewNamed("intel", emu.Options{PIDExists: func(p int) bool {
-		_, err := os.Stat(fmt.Sprintf("/proc/%d", p))
-		return err == nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	m, err := emu.Mount(e, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unmount()
-
+	_, dir := emutest.MountNamed(t, "intel", emu.Options{PIDExists: emutest.ProcExists})
 	if _, err := newPartition(dir, "colo-probe-x", 99, 50); err == nil {
 		t.Fatal("99 ways accepted")
 	}

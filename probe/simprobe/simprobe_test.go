@@ -6,18 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"colo/machine"
+	"colo/internal/machinetest"
 	"colo/probe"
 	"colo/sim"
 )
 
 func options(t *testing.T, workload string, seed uint64) Options {
 	t.Helper()
-	p, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Options{Machine: p, Sim: sim.Options{Seed: seed, Noise: 0.01}, Workload: workload, NeighbourCores: []int{1},
+	return Options{Machine: machinetest.Get(t, "icx-4314-2s"), Sim: sim.Options{Seed: seed, Noise: 0.01}, Workload: workload, NeighbourCores: []int{1},
 		Warmup: 2 * time.Second} // warm the cache
 }
 
@@ -111,8 +107,7 @@ func TestSimBadInput(t *testing.T) {
 }
 
 func BenchmarkProbe(b *testing.B) {
-	p, _ := machine.Get("icx-4314-2s")
-	o := Options{Machine: p, Sim: sim.Options{Seed: 1}, Workload: "neighbor:6M:1g", NeighbourCores: []int{1}}
+	o := Options{Machine: machinetest.Get(b, "icx-4314-2s"), Sim: sim.Options{Seed: 1}, Workload: "neighbor:6M:1g", NeighbourCores: []int{1}}
 	for b.Loop() {
 		if _, err := Probe(o, probe.DefaultSensitivityConfig()); err != nil {
 			b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 )
 
@@ -1054,7 +1055,7 @@ func TestDocExclusiveExample(t *testing.T) {
 
 // TestMinCBMBitsTwo: Haswell server parts need two bits ("Need at least %d bits").
 func TestMinCBMBitsTwo(t *testing.T) {
-	m, _ := machine.Get("icx-4314-2s")
+	m := machinetest.Get(t, "icx-4314-2s")
 	p, err := ProfileFromMachine(m, "")
 	if err != nil {
 		t.Fatal(err)

@@ -4,17 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"colo/internal/machinetest"
 	"colo/machine"
 )
-
-func icx(t *testing.T) *machine.Profile {
-	t.Helper()
-	m, err := machine.Get("icx-4314-2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 // state is a toy mount: the planner's groups after applying its ops, enough to feed the
 // next plan (schemata per domain, group existence).
@@ -43,6 +35,16 @@ func (s *state) input(prefix string, want ...Want) Input {
 		in.Groups = append(in.Groups, g)
 	}
 	return in
+}
+
+// planApply plans want for the "colo.x." groups, requires no error and applies the plan.
+func (s *state) planApply(t *testing.T, want ...Want) {
+	t.Helper()
+	r := Plan(s.input("colo.x.", want...))
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	s.apply(t, r)
 }
 
 func (s *state) apply(t *testing.T, r Result) {
@@ -95,15 +97,11 @@ func ctrl(s *state) int { return len(s.order) - 1 }
 
 // Nine identical allocations on one socket share one CLOS and say so (KPart).
 func TestIdenticalMasksShareOneCLOS(t *testing.T) {
-	s := newState(icx(t))
+	s := newState(machinetest.Get(t, "icx-4314-2s"))
 	var want []Want
 	for i := 0; i < 9; i++ {
 		want = append(want, Want{Tenant: string(rune('a' + i)), Socket: 0, Mask: 0xf0, MBA: 50, Tasks: []int{100 + i}, Monitor: true})
-		r := Plan(s.input("colo.x.", want...))
-		if r.Err() != nil {
-			t.Fatal(r.Err())
-		}
-		s.apply(t, r)
+		s.planApply(t, want...)
 	}
 	if ctrl(s) != 1 {
 		t.Fatalf("%d control groups for nine identical allocations", ctrl(s))
@@ -148,16 +146,12 @@ func TestIdenticalMasksShareOneCLOS(t *testing.T) {
 // control groups hold 14 allocations; the 8th distinct one on a socket is refused with
 // the reason, and the tenant stays where it was.
 func TestCLOSIDBudgetPerSocket(t *testing.T) {
-	s := newState(icx(t))
+	s := newState(machinetest.Get(t, "icx-4314-2s"))
 	var want []Want
 	for i := 0; i < 14; i++ {
 		want = append(want, Want{Tenant: string(rune('a' + i)), Socket: i % 2, Mask: 1 << (i / 2), Tasks: []int{i + 1}})
 	}
-	r := Plan(s.input("colo.x.", want...))
-	if r.Err() != nil {
-		t.Fatal(r.Err())
-	}
-	s.apply(t, r)
+	s.planApply(t, want...)
 	if ctrl(s) != 7 {
 		t.Fatalf("%d control groups for 7 distinct allocations per socket", ctrl(s))
 	}
@@ -165,7 +159,7 @@ func TestCLOSIDBudgetPerSocket(t *testing.T) {
 		t.Fatalf("budgets %+v", b)
 	}
 	want = append(want, Want{Tenant: "z", Socket: 0, Mask: 0x800, Tasks: []int{99}})
-	r = Plan(s.input("colo.x.", want...))
+	r := Plan(s.input("colo.x.", want...))
 	if len(r.Refused) != 1 || r.Refused[0].Tenant != "z" || !strings.Contains(r.Refused[0].Reason, "no CLOSID left") {
 		t.Fatalf("refusals %+v", r.Refused)
 	}
@@ -177,7 +171,7 @@ func TestCLOSIDBudgetPerSocket(t *testing.T) {
 // Another agent's group: never changed, its ways never given as exclusive; it takes a
 // CLOSID from the budget; a slot at the full mask claims nothing.
 func TestForeignGroups(t *testing.T) {
-	m := icx(t)
+	m := machinetest.Get(t, "icx-4314-2s")
 	s := newState(m, Group{Name: "colo.web", L3: []uint64{0x3, m.FullMask()}}, Group{Name: "nri.gold", L3: []uint64{m.FullMask(), m.FullMask()}})
 	r := Plan(s.input("colo.x.", Want{Tenant: "a", Socket: 0, Mask: 0x6}))
 	if len(r.Refused) != 1 || !strings.Contains(r.Refused[0].Reason, "colo.web") {
@@ -205,7 +199,7 @@ func TestForeignGroups(t *testing.T) {
 // Monitoring groups stop at the RMID budget: the tenant is then monitored with its
 // control group, and the plan says so.
 func TestRMIDBudget(t *testing.T) {
-	s := newState(icx(t))
+	s := newState(machinetest.Get(t, "icx-4314-2s"))
 	in := s.input("colo.x.", Want{Tenant: "a", Monitor: true, Tasks: []int{1}}, Want{Tenant: "b", Monitor: true, Tasks: []int{2}})
 	in.RMIDs = 2 // system/default holds one
 	r := Plan(in)
@@ -216,7 +210,7 @@ func TestRMIDBudget(t *testing.T) {
 
 // Same input, same plan.
 func TestDeterministic(t *testing.T) {
-	s := newState(icx(t))
+	s := newState(machinetest.Get(t, "icx-4314-2s"))
 	var want []Want
 	for i := 0; i < 10; i++ {
 		want = append(want, Want{Tenant: string(rune('a' + i)), Socket: i % 2, Mask: 0xf << (i % 3), MBA: 10 * (i%3 + 1), Monitor: true, Tasks: []int{i + 1}})

@@ -56,11 +56,10 @@ func spec(name, mode string) rt.Spec {
 	return rt.Spec{Name: name, Command: []string{os.Args[0]}, Env: map[string]string{"COLO_PROC_TEST": mode}}
 }
 
-func TestProcessLifecycle(t *testing.T) {
-	r, parent := newRuntime(t, t.TempDir())
+// start creates and starts a process of s, removed at the end of the test.
+func start(t *testing.T, r *process.Runtime, s rt.Spec) string {
+	t.Helper()
 	ctx := context.Background()
-	s := spec("spinner", "spin")
-	s.Cpuset, s.MemoryBytes = "0", 64<<20
 	id, err := r.Create(ctx, s)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +68,15 @@ func TestProcessLifecycle(t *testing.T) {
 	if err := r.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}
+	return id
+}
+
+func TestProcessLifecycle(t *testing.T) {
+	r, parent := newRuntime(t, t.TempDir())
+	ctx := context.Background()
+	s := spec("spinner", "spin")
+	s.Cpuset, s.MemoryBytes = "0", 64<<20
+	id := start(t, r, s)
 	info, err := r.Inspect(ctx, id)
 	if err != nil || info.State != rt.Running || info.PID <= 0 {
 		t.Fatalf("%+v %v", info, err)

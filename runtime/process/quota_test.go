@@ -21,14 +21,7 @@ func TestProcessCPUQuota(t *testing.T) {
 	ctx := context.Background()
 	s := spec("quota-spinner", "spin")
 	s.Cpuset = "0"
-	id, err := r.Create(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Remove(context.Background(), id) })
-	if err := r.Start(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, r, s)
 	info, _ := r.Inspect(ctx, id)
 	q, err := rt.CFSQuota(0.25, 1, rt.CFSPeriod)
 	if err != nil || q != 25*time.Millisecond {
