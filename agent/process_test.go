@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -126,7 +125,7 @@ func TestProcessDiscoveryFollowsCgroups(t *testing.T) {
 	if err := os.Rename(filepath.Join(tree.root, "cpu", "colo"), filepath.Join(tree.root, "cpu", "away")); err != nil {
 		t.Fatal(err)
 	}
-	if ev = next(t, ch); ev.Kind != Down || ev.Err == nil || !strings.Contains(ev.Err.Error(), "cgroup parent /colo") {
+	if ev = next(t, ch); ev.Kind != Down || ev.Err == nil || !bytes.Contains([]byte(ev.Err.Error()), []byte("cgroup parent /colo")) {
 		t.Fatalf("parent removed: %+v, want Down naming the parent", ev)
 	}
 	if err := os.Rename(filepath.Join(tree.root, "cpu", "away"), filepath.Join(tree.root, "cpu", "colo")); err != nil {
@@ -139,11 +138,11 @@ func TestProcessDiscoveryFollowsCgroups(t *testing.T) {
 	}
 	cancel()
 	<-done
-	log := logb.String()
-	if n := strings.Count(log, "web.labels:3"); n != 1 {
+	log := logb.Bytes()
+	if n := bytes.Count(log, []byte("web.labels:3")); n != 1 {
 		t.Errorf("bad label line logged %d times, want once with file:line:\n%s", n, log)
 	}
-	if n := strings.Count(log, "cgroup parent unreadable"); n != 1 {
+	if n := bytes.Count(log, []byte("cgroup parent unreadable")); n != 1 {
 		t.Errorf("missing parent logged %d times, want once:\n%s", n, log)
 	}
 }
