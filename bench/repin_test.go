@@ -37,7 +37,7 @@ func (q quotaFake) SetQuota(id int, v float64) error { q.quotas[id] = v; return 
 
 // Re-pins move a job to exactly the cores asked (inside its socket: a "repin" event; to the
 // other socket: a migration) and refuse busy or too few cores with a warning; CPU quotas
-// reach a platform that has them (bench.QuotaSetter) and are refused with a warning
+// reach a platform that has them (platform.QuotaSetter) and are refused with a warning
 // elsewhere.
 func TestRepinAndQuota(t *testing.T) {
 	y := `benchmark:

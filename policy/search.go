@@ -530,7 +530,8 @@ func Search(in Input, o Objective, opt Options) (*Solution, error) {
 	if s.err == nil && s.useLag() && !math.IsInf(s.bus.Pmax, 1) {
 		// the simple model's bound needs the incumbent (its bands are chosen against it)
 		g := newLagBound(in.Apps, W, s.bus.B, jobs)
-		g.build(s.bus.P[0], s.bus.Pmax, func(st float64) bool { return s.prune(0, st) }, jobs)
+		late := func() bool { return !s.deadline.IsZero() && time.Now().After(s.deadline) }
+		g.build(s.bus.P[0], s.bus.Pmax, func(st float64) bool { return s.prune(0, st) }, late, jobs)
 		s.lag = g
 		s.dive(w)
 		if s.err == nil {

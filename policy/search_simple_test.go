@@ -34,7 +34,7 @@ func TestLagBoundBrackets(t *testing.T) {
 		}
 		lo := s.lowestPressure(1)
 		g := newLagBound(apps, W, model.MaxBW, 1)
-		g.build(lo, s.bus.Pmax, func(float64) bool { return false }, 1)
+		g.build(lo, s.bus.Pmax, func(float64) bool { return false }, func() bool { return false }, 1)
 		if len(g.bands) == 0 {
 			t.Fatalf("trial %d: no bands", trial)
 		}

@@ -45,6 +45,13 @@ func TestTrimmedMean(t *testing.T) {
 	}
 }
 
+// sweep is NewSweep(c, target) run over the IPCE table ipce: the sweep and the combinations
+// it measured, in order.
+func sweep(c Config, target float64, ipce map[Combo]float64) (*Sweep, []Combo) {
+	s := NewSweep(c, target)
+	return s, run(s, ipce)
+}
+
 func run(s *Sweep, ipce map[Combo]float64) []Combo {
 	var order []Combo
 	for {
@@ -67,8 +74,7 @@ var tipping = map[Combo]float64{
 }
 
 func TestAscendingStopsAtFirstMeetingTarget(t *testing.T) {
-	s := NewSweep(DefaultConfig(), 0.90)
-	order := run(s, tipping)
+	s, order := sweep(DefaultConfig(), 0.90, tipping)
 	if len(order) != 3 {
 		t.Fatalf("measured %v; should stop after (3,10)", order)
 	}
@@ -79,8 +85,7 @@ func TestAscendingStopsAtFirstMeetingTarget(t *testing.T) {
 }
 
 func TestAscendingNeverMetReturnsLast(t *testing.T) {
-	s := NewSweep(DefaultConfig(), 0.99)
-	order := run(s, tipping)
+	s, order := sweep(DefaultConfig(), 0.99, tipping)
 	r := s.Result(11, 90)
 	if len(order) != 6 || r.Combo != (Combo{4, 20}) || r.Met {
 		t.Fatalf("order %v result %+v; Algorithm 1 returns S_alloc.last unmet", order, r)
@@ -90,8 +95,7 @@ func TestAscendingNeverMetReturnsLast(t *testing.T) {
 func TestDescendingKeepsPreviousOnBreak(t *testing.T) {
 	c := DefaultConfig()
 	c.Descending = true
-	s := NewSweep(c, 0.90)
-	order := run(s, tipping)
+	s, order := sweep(c, 0.90, tipping)
 	// (4,20) (4,10) (3,20) (3,10) meet 0.90, (2,20) falls below: keep (3,10)
 	if len(order) != 5 || order[4] != (Combo{2, 20}) {
 		t.Fatalf("order %v", order)
@@ -104,23 +108,20 @@ func TestDescendingKeepsPreviousOnBreak(t *testing.T) {
 func TestBreakConditionRelativeToBest(t *testing.T) {
 	// no absolute target: threshold = 0.9 × best = 0.855 → minimal is (3,10)
 	c := DefaultConfig()
-	s := NewSweep(c, 0)
-	order := run(s, tipping)
+	s, order := sweep(c, 0, tipping)
 	r := s.Result(11, 90)
 	if len(order) != 6 || r.Combo != (Combo{3, 10}) || math.Abs(r.Target-0.855) > 1e-12 {
 		t.Fatalf("order %v result %+v", order, r)
 	}
 	// a flat job: 0.9 × 0.60 = 0.54, so already (2,10) at 0.55 passes
 	flat := map[Combo]float64{{2, 10}: 0.55, {2, 20}: 0.56, {3, 10}: 0.57, {3, 20}: 0.58, {4, 10}: 0.59, {4, 20}: 0.60}
-	s = NewSweep(c, 0)
-	run(s, flat)
+	s, _ = sweep(c, 0, flat)
 	if r := s.Result(11, 90); r.Combo != (Combo{2, 10}) {
 		t.Fatalf("flat result %+v", r)
 	}
 	// descending without target: threshold from the first (largest) combination
 	c.Descending = true
-	s = NewSweep(c, 0)
-	order = run(s, tipping)
+	s, order = sweep(c, 0, tipping)
 	if r := s.Result(11, 90); r.Combo != (Combo{3, 10}) || len(order) != 5 {
 		t.Fatalf("descending relative: order %v result %+v", order, r)
 	}
@@ -129,8 +130,7 @@ func TestBreakConditionRelativeToBest(t *testing.T) {
 func TestGreedyPrefersWhatIsFree(t *testing.T) {
 	c := DefaultConfig()
 	c.Greedy = true
-	s := NewSweep(c, 0.90)
-	order := run(s, tipping)
+	s, order := sweep(c, 0.90, tipping)
 	if len(order) != 6 {
 		t.Fatalf("greedy must measure every combination: %v", order)
 	}

@@ -52,6 +52,10 @@ type Spec struct {
 	Labels      map[string]string
 	// Aliases are extra names under which other workloads on the network reach this one.
 	Aliases []string
+	// CgroupParent is the parent cgroup of a container (docker's --cgroup-parent: a path,
+	// or a slice name with the systemd driver); empty: the runtime's default. The process
+	// runtime keeps its workloads under its own parent and refuses it.
+	CgroupParent string
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)

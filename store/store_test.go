@@ -370,9 +370,12 @@ func TestKilledRun(t *testing.T) {
 		t.Fatalf("runs = %+v", runs)
 	}
 	n, err := r.SampleCount(runs[0].ID)
-	// the full batch is committed at once; the rest by the commit loop if a second passed
-	if err != nil || (n != BatchSize && n != int64(len(f.samples))) {
-		t.Fatalf("samples after kill = %d, %v; want the one flushed batch of %d (or all %d)", n, err, BatchSize, len(f.samples))
+	// A full batch is committed at once, so fewer than BatchSize rows stay uncommitted;
+	// which ones depends on when the commit loop (every second of wall-clock time) ran
+	// meanwhile: none when writing took under a second, else any (seen under -race and
+	// stress-ng --cpu 4: 7169).
+	if total := int64(len(f.samples)); err != nil || n <= total-BatchSize || n > total {
+		t.Fatalf("samples after kill = %d, %v; want fewer than %d of the %d uncommitted", n, err, BatchSize, total)
 	}
 	missing, _ := r.Missing()
 	joined := strings.Join(missing, "\n")

@@ -31,8 +31,9 @@ func TestAgentBadInput(t *testing.T) {
 		{[]string{"--policy-options", unknown}, unknown + ":4: dcat: unknown scheduler.options key \"no_such_key\""},
 		{[]string{"--policy", "no-such-policy"}, "no-such-policy"},
 		{[]string{"--interval", "5ms"}, "at least 20ms"},
-		{[]string{"--runtime", "podman"}, "use docker or nri"},
-		{[]string{"--runtime", "process"}, "--runtime process, is not implemented"},
+		{[]string{"--runtime", "podman"}, "use docker, nri or process"},
+		{[]string{"--runtime", "process", "--labels-dir", filepath.Join(dir, "nope")}, "--labels-dir " + filepath.Join(dir, "nope")},
+		{[]string{"--runtime", "process", "--cgroup-parent", "../x"}, "--cgroup-parent \"../x\""},
 		{[]string{"--mon-interval", "-1s"}, "--mon-interval -1s"},
 		{[]string{"--profiles", dir}, "reporter_sensitivity.csv"},
 	} {
@@ -57,17 +58,17 @@ func TestAgentBadInput(t *testing.T) {
 	}
 }
 
-// colo top's table carries every container's class, allocation and monitoring, and says
-// when IPC is unavailable and why.
+// colo top's table carries every container's class, allocation, monitoring and predicted
+// slowdown, and says when IPC is unavailable and why.
 func TestTopTable(t *testing.T) {
 	occ := 3.5 * (1 << 20)
-	ipc := 1.25
+	ipc, slow := 1.25, 1.37
 	st := agent.Status{Instance: "ab12", Policy: "static-cat", Interval: "1s", Runtime: "docker", RuntimeConnected: true,
 		ResctrlRoot: "/sys/fs/resctrl", Machine: "host", Sockets: 1, LLCWays: 12, DefaultMasks: map[string]string{"0": "0xff0"},
 		Updated: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Containers: []agent.ContainerStatus{
 			{Name: "web", Request: agent.Request{Class: agent.Priority}, State: "running", Mask: "0xf", Ways: 4, MBA: 50,
-				LLCOccupancyBytes: &occ, Monitoring: "container", Counters: "hardware", IPC: &ipc, Probe: "none"},
+				LLCOccupancyBytes: &occ, Monitoring: "container", Counters: "hardware", IPC: &ipc, Probe: "none", PredictedSlowdown: &slow},
 			{Name: "batch", Request: agent.Request{Class: agent.Batch}, State: "running", Monitoring: "class", Counters: "cputime", Probe: "none"},
 		}}
 	var b strings.Builder
@@ -76,7 +77,7 @@ func TestTopTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, re := range []string{`web\s+priority\s+running\s+0\s+4\s+0xf\s+50\s+3\.5M`, `batch\s+batch\s+running\s+0\s+-\s+default`,
-		`n/a\(cputime\)\s+class`, `system/default 0:0xff0`, `docker connected`} {
+		`n/a\(cputime\)\s+-\s+class`, `1\.37x\s+container`, `system/default 0:0xff0`, `docker connected`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("top output lacks %s:\n%s", re, out)
 		}

@@ -118,19 +118,11 @@ func makeResult(wl int, pol string, names []string, masks []uint64, cluster []in
 	out := resultOut{Workload: wl, Policy: pol, STP: r.STP, ANTT: r.ANTT, Unfairness: r.Unfairness, Jain: r.Jain, Warnings: r.Warnings}
 	for i, a := range r.Apps {
 		out.Apps = append(out.Apps, appOut{
-			Name: names[i], Cluster: cluster[i] + 1, Mask: cbm.Mask(masks[i]).String(), Ways: popcount(masks[i]),
+			Name: names[i], Cluster: cluster[i] + 1, Mask: cbm.Mask(masks[i]).String(), Ways: cbm.Mask(masks[i]).Ones(),
 			Share: a.Share, SlowdownCache: a.SlowdownCache, BWFactor: a.BWFactor, Slowdown: a.Slowdown,
 		})
 	}
 	return out
-}
-
-func popcount(m uint64) int {
-	n := 0
-	for ; m != 0; m &= m - 1 {
-		n++
-	}
-	return n
 }
 
 // writeResults prints results as a PBBCache-like table, CSV, or the JSON document.

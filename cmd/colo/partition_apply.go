@@ -1,12 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -94,7 +91,7 @@ func (f *applyFlags) resolveTasks(names []string) (map[string][]int, error) {
 		}
 	}
 	for _, kv := range f.cgroups {
-		if err := add("cgroup", kv, threadsOfCgroup); err != nil {
+		if err := add("cgroup", kv, rt.CgroupDirThreads); err != nil {
 			return nil, err
 		}
 	}
@@ -115,35 +112,11 @@ func threadsOfPID(v string) ([]int, error) {
 	if err != nil || pid <= 0 {
 		return nil, fmt.Errorf("%q is not a process ID", v)
 	}
-	es, err := os.ReadDir(filepath.Join("/proc", v, "task"))
-	if err != nil {
-		return nil, fmt.Errorf("process %d: %w", pid, err)
-	}
-	var out []int
-	for _, e := range es {
-		if t, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, t)
-		}
-	}
-	sort.Ints(out)
-	return out, nil
+	return rt.ProcessThreads(pid)
 }
 
-// threadsOfCgroup lists the threads of the cgroup v2 directory dir.
-func threadsOfCgroup(dir string) ([]int, error) {
-	tids, err := rt.Cgroup{Version: 2, Dirs: map[string]string{"": dir}}.Threads()
-	if err == nil && len(tids) == 0 {
-		err = fmt.Errorf("%s has no threads", dir)
-	}
-	return tids, err
-}
-
-var unsafeGroupChars = regexp.MustCompile(`[^a-z0-9-]+`)
-
-// applyPartition writes doc's single result into resctrl (colo partition --apply): the
-// mount's cache bitmask must have the machine's way count. Every group is created and its
-// schemata written first; if any of that fails the groups created so far are removed, so
-// nothing is half-applied. Then the tasks move (threads that exited meanwhile are skipped).
+// applyPartition writes doc's single result into resctrl (colo partition --apply) through
+// resctrl.Adapter.ApplyPartition, one control group per cluster, and says what it wrote.
 func applyPartition(w io.Writer, f *applyFlags, doc outputDoc, ways int) error {
 	if f == nil || !f.apply {
 		return nil
@@ -152,78 +125,31 @@ func applyPartition(w io.Writer, f *applyFlags, doc outputDoc, ways int) error {
 		return fmt.Errorf("--apply: %d results, want one", len(doc.Results))
 	}
 	res := doc.Results[0]
-	a, err := resctrl.OpenAdapter(f.root)
-	if err != nil {
-		return err
-	}
-	in, err := a.Client().Info()
-	if err != nil {
-		return err
-	}
-	r := in.Resource("L3")
-	if r == nil {
-		r = in.Resource("L3DATA")
-	}
-	if r == nil {
-		return fmt.Errorf("--apply: resctrl at %s has no L3 allocation", a.Root())
-	}
-	if n := r.CBMLen; n != ways {
-		return badInputf("--apply: resctrl at %s has %d-bit cache masks, machine %s has %d ways: the decision does not fit this host (pick --machine for this host)", a.Root(), n, doc.Machine, ways)
-	}
-	type cluster struct {
-		mask uint64
-		apps []string
-	}
-	var cl []*cluster
+	var cl []*resctrl.PartitionClass
 	for _, app := range res.Apps {
 		for len(cl) < app.Cluster {
-			cl = append(cl, &cluster{})
+			cl = append(cl, &resctrl.PartitionClass{Tasks: f.tasks})
 		}
 		m, err := cbm.Parse(app.Mask)
 		if err != nil {
 			return err
 		}
 		c := cl[app.Cluster-1]
-		c.mask, c.apps = uint64(m), append(c.apps, app.Name)
+		c.Mask, c.Apps = uint64(m), append(c.Apps, app.Name)
 	}
-	pol := unsafeGroupChars.ReplaceAllString(strings.ToLower(strings.ReplaceAll(res.Policy, "+", "plus")), "-")
-	var created []string
-	undo := func(err error) error {
-		for _, g := range created {
-			a.RemoveGroup(g)
-		}
-		return fmt.Errorf("--apply: %w (the groups created are removed again)", err)
+	a, err := resctrl.OpenAdapter(f.root)
+	if err != nil {
+		return err
 	}
-	paths := make([]string, len(cl))
-	for i, c := range cl {
-		if c == nil || len(c.apps) == 0 {
-			continue
-		}
-		p := fmt.Sprintf("%spart-%s-c%d", a.Prefix(), pol, i+1)
-		paths[i] = p
-		if !a.Exists(p) {
-			if err := a.CreateGroup(p); err != nil {
-				return undo(err)
-			}
-			created = append(created, p)
-		}
-		if err := a.SetSchemata(p, f.domain, c.mask, 0); err != nil {
-			return undo(err)
-		}
+	done, err := a.ApplyPartition(res.Policy, f.domain, ways, cl)
+	if errors.Is(err, resctrl.ErrCacheMismatch) {
+		return badInputf("--apply: %v (pick --machine for this host)", err)
 	}
-	for i, c := range cl {
-		if paths[i] == "" {
-			continue
-		}
-		n := 0
-		for _, app := range c.apps {
-			gone, err := a.AddTasks(paths[i], f.tasks[app])
-			if err != nil {
-				return fmt.Errorf("--apply: %s: %w", app, err)
-			}
-			n += len(f.tasks[app]) - gone
-		}
-		fmt.Fprintf(w, "applied: %s L3:%d=%s ← %s (%d tasks)\n", paths[i], f.domain, cbm.Mask(c.mask), strings.Join(c.apps, ","), n)
+	for _, d := range done {
+		fmt.Fprintf(w, "applied: %s L3:%d=%s ← %s (%d tasks)\n", d.Group, f.domain, cbm.Mask(d.Mask), strings.Join(d.Apps, ","), d.Tasks)
+	}
+	if err != nil {
+		return fmt.Errorf("--apply: %w", err)
 	}
 	return nil
 }

@@ -5,11 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"runtime"
-	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,74 +106,6 @@ func (f *predictFlags) load() (*predict.Dataset, error) {
 
 func (f *predictFlags) methodValue() (predict.Method, error) { return predict.ParseMethod(f.method) }
 
-var appName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
-func (f *predictFlags) parseApps() ([]predict.App, error) {
-	if len(f.apps) == 0 {
-		return nil, live.ErrNoApps
-	}
-	var out []predict.App
-	seen := map[string]bool{}
-	for i, a := range f.apps {
-		name, cmd, ok := strings.Cut(a, "=")
-		if !ok || !appName.MatchString(name) || strings.ContainsAny(name, " \t") {
-			name, cmd = fmt.Sprintf("app%d", i+1), a
-		}
-		if strings.TrimSpace(cmd) == "" {
-			return nil, fmt.Errorf("--app %q: empty command", a)
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("--app %q: name %s given twice", a, name)
-		}
-		seen[name] = true
-		out = append(out, predict.App{Name: name, Cmd: cmd})
-	}
-	return out, nil
-}
-
-// parseDials parses FROM:TO:STEP or a comma list; 0 must be included.
-func parseDials(s string) ([]float64, error) {
-	var out []float64
-	if parts := strings.Split(s, ":"); len(parts) == 3 {
-		var v [3]float64
-		for i, p := range parts {
-			x, err := strconv.ParseFloat(p, 64)
-			if err != nil {
-				return nil, fmt.Errorf("--dials %q: %q is not a number", s, p)
-			}
-			v[i] = x
-		}
-		if v[2] <= 0 || v[1] < v[0] {
-			return nil, fmt.Errorf("--dials %q: want FROM:TO:STEP with STEP > 0 and TO ≥ FROM", s)
-		}
-		for i := 0; ; i++ {
-			d := v[0] + float64(i)*v[2]
-			if d > v[1]+1e-9 {
-				break
-			}
-			out = append(out, d)
-		}
-	} else {
-		for _, p := range strings.Split(s, ",") {
-			x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-			if err != nil || x < 0 {
-				return nil, fmt.Errorf("--dials %q: %q is not a dial in MB ≥ 0", s, p)
-			}
-			out = append(out, x)
-		}
-	}
-	sort.Float64s(out)
-	for i := 1; i < len(out); i++ {
-		if out[i] == out[i-1] {
-			return nil, fmt.Errorf("--dials %q: %v given twice", s, out[i])
-		}
-	}
-	if len(out) == 0 || out[0] != 0 {
-		return nil, fmt.Errorf("--dials %q: must include 0 (the isolated run)", s)
-	}
-	return out, nil
-}
-
 // measureSetup checks what every measuring subcommand needs before it starts anything: a
 // writable --data directory, the --app list (when apps), and the runner of --runtime with
 // its dials. Errors are bad input.
@@ -189,7 +116,7 @@ func (f *predictFlags) measureSetup(log io.Writer, apps bool) ([]predict.App, pr
 	var as []predict.App
 	if apps {
 		var err error
-		if as, err = f.parseApps(); err != nil {
+		if as, err = predict.ParseApps(f.apps); err != nil {
 			return nil, nil, nil, badInput(err)
 		}
 	}
@@ -201,7 +128,7 @@ func (f *predictFlags) measureSetup(log io.Writer, apps bool) ([]predict.App, pr
 }
 
 func (f *predictFlags) runner(log io.Writer) (predict.Measurer, []float64, error) {
-	dials, err := parseDials(f.dials)
+	dials, err := predict.ParseDials(f.dials)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -231,49 +158,18 @@ func (f *predictFlags) runner(log io.Writer) (predict.Measurer, []float64, error
 		return nil, nil, fmt.Errorf("--app-cpus: %w", err)
 	}
 	var otherCPUs []int
-	if f.otherCPUs == "" {
-		for c := 0; c < runtime.NumCPU(); c++ {
-			if !slices.Contains(appCPUs, c) {
-				otherCPUs = append(otherCPUs, c)
-			}
-		}
-	} else if otherCPUs, err = machine.ParseCPUList(strings.TrimSpace(f.otherCPUs)); err != nil {
-		return nil, nil, fmt.Errorf("--other-cpus: %w", err)
-	}
-	if len(otherCPUs) == 0 {
-		return nil, nil, errors.New("no CPU left for the SoI and the competitor: give --other-cpus")
-	}
-	for _, c := range append(append([]int(nil), appCPUs...), otherCPUs...) {
-		if c >= runtime.NumCPU() {
-			return nil, nil, fmt.Errorf("CPU %d does not exist (this machine has %d)", c, runtime.NumCPU())
+	if f.otherCPUs != "" {
+		if otherCPUs, err = machine.ParseCPUList(strings.TrimSpace(f.otherCPUs)); err != nil {
+			return nil, nil, fmt.Errorf("--other-cpus: %w", err)
 		}
 	}
-	st, rt := f.stream, f.random
-	if st == 0 && rt == 0 {
-		st, rt = 1, 1
-		if runtime.NumCPU() > 4 {
-			st, rt = 3, 2
-		}
-	}
-	if f.repeats < 1 || f.settle < 0 {
-		return nil, nil, fmt.Errorf("--repeats %d must be ≥ 1 and --settle %v ≥ 0", f.repeats, f.settle)
-	}
-	repMB := f.repMB
-	if repMB == 0 {
-		repMB = 16
-		if llc := stress.DetectLLCBytes(); llc > 0 {
-			repMB = float64(llc) / 2 / stress.MB
-		}
-	}
-	rcfg := stress.ReporterConfig{Type: f.repType, MB: repMB, Reps: f.repReps}
-	if _, err := stress.NewReporter(stress.ReporterConfig{Type: f.repType, MB: 0.1, Reps: 1}); err != nil {
+	r, err := live.NewRunner(live.Options{AppCPUs: appCPUs, OtherCPUs: otherCPUs, StreamThreads: f.stream, RandomThreads: f.random,
+		Settle: f.settle, Repeats: f.repeats, Paired: f.paired, Metric: m, ReporterType: f.repType, ReporterMB: f.repMB,
+		ReporterReps: f.repReps, Log: log, WallClock: f.wallClock})
+	if err != nil {
 		return nil, nil, err
 	}
-	if f.repMB < 0 || f.repReps < 1 {
-		return nil, nil, fmt.Errorf("--reporter-mb %g must be > 0 and --reporter-reps %d ≥ 1", f.repMB, f.repReps)
-	}
-	return &live.Runner{AppCPUs: appCPUs, OtherCPUs: otherCPUs, StreamThreads: st, RandomThreads: rt,
-		Settle: f.settle, Repeats: f.repeats, Paired: f.paired, Metric: m, Reporter: rcfg, Log: log, WallClock: f.wallClock}, dials, nil
+	return r, dials, nil
 }
 
 // measureErr reports a measurement refused because of its input as bad input (exit 2).

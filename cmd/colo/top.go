@@ -107,7 +107,7 @@ func writeTop(w io.Writer, st agent.Status) error {
 	fmt.Fprintf(w, "machine %s (%d sockets, %d ways)  system/default %s  containers %d  tick %.1f ms  %s\n\n",
 		st.Machine, st.Sockets, st.LLCWays, strings.Join(defs, " "), len(st.Containers), st.TickSeconds*1e3, st.Updated.Format("15:04:05"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CONTAINER\tCLASS\tSTATE\tSKT\tWAYS\tMASK\tMBA\tLLC OCC\tMEM BW MB/s\tCPU\tIPC\tIPCE\tMON\tPROBE")
+	fmt.Fprintln(tw, "CONTAINER\tCLASS\tSTATE\tSKT\tWAYS\tMASK\tMBA\tLLC OCC\tMEM BW MB/s\tCPU\tIPC\tIPCE\tSLOWDOWN\tMON\tPROBE")
 	for _, c := range st.Containers {
 		mask, ways, mba := "default", "-", "-"
 		if c.Mask != "" {
@@ -120,9 +120,9 @@ func writeTop(w io.Writer, st agent.Status) error {
 		if c.IPC == nil {
 			ipce = "n/a(" + c.Counters + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\n", c.Name, c.Request.Class, c.State, c.Socket,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Request.Class, c.State, c.Socket,
 			ways, mask, mba, human(c.LLCOccupancyBytes), num(c.MemBandwidthMBps, "%.1f"), c.CPUCores,
-			num(c.IPC, "%.2f"), ipce, c.Monitoring, c.Probe)
+			num(c.IPC, "%.2f"), ipce, num(c.PredictedSlowdown, "%.2fx"), c.Monitoring, c.Probe)
 	}
 	return tw.Flush()
 }

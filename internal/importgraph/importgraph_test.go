@@ -14,7 +14,8 @@ import (
 )
 
 // pure are the core packages (a trailing /... takes the subpackages too).
-var pure = []string{"colo/sched", "colo/policy/...", "colo/probe", "colo/predict", "colo/metric", "colo/perfmodel", "colo/cbm"}
+var pure = []string{"colo/sched", "colo/policy/...", "colo/probe", "colo/predict", "colo/metric", "colo/perfmodel", "colo/cbm",
+	"colo/resctrl/plan"} // the group planner is pure although it lives under resctrl
 
 // io are the packages the core must not reach, directly or not (with subpackages).
 var io = []string{"colo/sim", "colo/stress", "colo/runtime", "colo/platform", "colo/perf", "colo/store", "colo/resctrl",
@@ -48,5 +49,26 @@ func TestPureCoreImportsNoIO(t *testing.T) {
 	}
 	if seen < len(pure) {
 		t.Fatalf("go list listed %d packages for %v", seen, pure)
+	}
+}
+
+// The platform interface package (colo/platform) is what the run loop, the probes and
+// both platforms share: it holds interfaces and plain types, so it reaches no adapter —
+// only the machine, the scheduler's types and the pure group planner.
+func TestPlatformInterfaceImportsNoAdapter(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "colo/platform").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) == 0 || deps[len(deps)-1] != "colo/platform" {
+		t.Fatalf("go list -deps colo/platform gave %v", deps)
+	}
+	for _, d := range deps {
+		for _, bad := range io {
+			if under(d, bad) && d != "colo/resctrl/plan" && d != "colo/platform" {
+				t.Errorf("colo/platform reaches %s: the interface package must not import an adapter", d)
+			}
+		}
 	}
 }

@@ -41,7 +41,7 @@ func throttledCount(t *testing.T, dir string) (int64, string) {
 }
 
 // TestCPUQuotaOnContainer limits a busy container (stress compute, one core) to 20 % of
-// its core through bench.QuotaSetter: the CFS quota must be visible in the container's
+// its core through platform.QuotaSetter: the CFS quota must be visible in the container's
 // cgroup (20 ms per 100 ms) and the kernel must throttle it (nr_throttled grows: waited
 // on, not timed). How much CPU time it then gets depends on the host's load and is not
 // asserted.

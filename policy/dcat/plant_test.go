@@ -103,9 +103,15 @@ func (r *rig) add(id string, baseline int, a app) {
 
 func (r *rig) step(samples []Sample) (Decision, bool) {
 	r.t.Helper()
-	d, ok, err := r.c.Step(r.now, samples)
+	return step(r.t, r.c, r.now, samples)
+}
+
+// step is c.Step(now, samples), failing the test on an error.
+func step(t *testing.T, c *Controller, now time.Duration, samples []Sample) (Decision, bool) {
+	t.Helper()
+	d, ok, err := c.Step(now, samples)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return d, ok
 }

@@ -57,6 +57,15 @@ func (r *srig) start(id string, w sim.Workload) {
 	r.ids[id] = simtest.Start(r.t, r.m, w, []int{r.core[id]}, r.clos[id])
 }
 
+// lookbusy admits a lookbusy VM per id with baseline ways and starts it.
+func (r *srig) lookbusy(baseline int, ids ...string) {
+	r.t.Helper()
+	for _, id := range ids {
+		r.admit(id, baseline)
+		r.start(id, sim.Lookbusy())
+	}
+}
+
 func (r *srig) stop(id string) {
 	r.t.Helper()
 	if err := r.m.RemoveWorkload(r.ids[id]); err != nil {
@@ -67,11 +76,7 @@ func (r *srig) stop(id string) {
 
 func (r *srig) decide(ss []Sample) (Decision, bool) {
 	r.t.Helper()
-	d, ok, err := r.c.Step(r.m.Now(), ss)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return d, ok
+	return step(r.t, r.c, r.m.Now(), ss)
 }
 
 func (r *srig) apply(d Decision, ok bool) {
@@ -176,10 +181,7 @@ func TestSimIdleDonatesAndReclaims(t *testing.T) {
 // released ways.
 func TestSimStreamingReleasesToReceiver(t *testing.T) {
 	r := newSimRig(t, "bdw-2697v4", DefaultOptions(20))
-	for _, id := range []string{"lb1", "lb2", "lb3", "lb4", "lb5"} {
-		r.admit(id, 2)
-		r.start(id, sim.Lookbusy())
-	}
+	r.lookbusy(2, "lb1", "lb2", "lb3", "lb4", "lb5")
 	r.admit("mload", 3)
 	r.admit("mlr", 3)
 	r.start("mload", sim.MLOAD(60<<20))
@@ -289,10 +291,7 @@ func TestSimTwoMLRMaxPerformance(t *testing.T) {
 	opt := DefaultOptions(20)
 	opt.Policy = MaxPerformance
 	r := newSimRig(t, "bdw-2697v4", opt)
-	for _, id := range []string{"lb1", "lb2", "lb3", "lb4"} {
-		r.admit(id, 1)
-		r.start(id, sim.Lookbusy())
-	}
+	r.lookbusy(1, "lb1", "lb2", "lb3", "lb4")
 	r.admit("mlr8", 2)
 	r.admit("mlr12", 2)
 	r.start("mlr8", sim.MLR(8<<20))
@@ -306,10 +305,7 @@ func TestSimTwoMLRMaxPerformance(t *testing.T) {
 	if a0+b0 <= 12 {
 		t.Fatalf("the MLRs should hold more than 12 ways before the newcomers: %d + %d", r.ways["mlr8"], r.ways["mlr12"])
 	}
-	for _, id := range []string{"lb5", "lb6", "lb7", "lb8"} {
-		r.admit(id, 1)
-		r.start(id, sim.Lookbusy())
-	}
+	r.lookbusy(1, "lb5", "lb6", "lb7", "lb8")
 	a, b := r.ways["mlr8"], r.ways["mlr12"]
 	best, ba, bb := -1.0, 0, 0
 	for x, vx := range t8 {

@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -567,8 +566,5 @@ func (r *Runner) CoRun(ctx context.Context, app, competitor predict.App) (float6
 	r.logf("%s next to %s: %.6g alone, %.6g co-run → %.4f", app.Name, competitor.Name, iso, co, p)
 	return p, nil
 }
-
-// ErrNoApps is returned when a command needs applications and got none.
-var ErrNoApps = errors.New("no applications: give --app NAME=CMD (repeatable)")
 
 var _ predict.Measurer = (*Runner)(nil)

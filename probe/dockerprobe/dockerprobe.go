@@ -261,38 +261,22 @@ func SameLLC(cpu int) ([]int, error) {
 	return out, nil
 }
 
-// create makes a container like runtime/docker's Create, but under its own top-level
-// cgroup parent colo-probe-<role> (a slice with the systemd driver). Under the default
-// parent (/docker) target and neighbour are one scheduling entity against every other
-// process on the host, and the CPU scheduler splits that entity's weight across the
-// cores by load: starting the neighbour on the other core cuts the target's weight on its
-// own core. Separate parents keep the target's weight independent of the neighbour. (The
-// target's share still falls while a stressor runs on a busy 2-core host, because host
-// processes the neighbour displaces from its core move onto the target's; Result.CPUShare
-// reports it.) The empty parents stay behind for the next probe.
+// create makes a container of the Docker runtime under its own top-level cgroup parent
+// colo-probe-<role> (a slice with the systemd driver). Under the default parent (/docker)
+// target and neighbour are one scheduling entity against every other process on the
+// host, and the CPU scheduler splits that entity's weight across the cores by load:
+// starting the neighbour on the other core cuts the target's weight on its own core.
+// Separate parents keep the target's weight independent of the neighbour. (The target's
+// share still falls while a stressor runs on a busy 2-core host, because host processes
+// the neighbour displaces from its core move onto the target's; Result.CPUShare reports
+// it.) The empty parents stay behind for the next probe.
 func create(ctx context.Context, r *docker.Runtime, s rt.Spec, role string) (string, error) {
-	if err := s.Validate(); err != nil {
-		return "", err
-	}
-	if ok, err := r.ImageExists(ctx, s.Image); err != nil {
-		return "", err
-	} else if !ok {
-		return "", fmt.Errorf("image %q is not present locally (colo never pulls); build it with `colo image build --tag %s`", s.Image, s.Image)
-	}
-	parent := "/colo-probe-" + role
+	s.CgroupParent = "/colo-probe-" + role
 	if r.CgroupDriver() == "systemd" {
-		parent = "colo-probe-" + role + ".slice"
+		s.CgroupParent = "colo-probe-" + role + ".slice"
 	}
-	cfg := &container.Config{Image: s.Image, Cmd: s.Command, Hostname: s.Name,
-		Labels: map[string]string{rt.LabelOwner: rt.OwnerValue, rt.LabelJob: s.Name}}
-	hc := &container.HostConfig{}
-	hc.Resources.CgroupParent = parent
-	hc.Resources.CpusetCpus = s.Cpuset
-	resp, err := r.Client().ContainerCreate(ctx, cfg, hc, nil, nil, s.Name)
-	if err != nil {
-		return "", fmt.Errorf("create container %s: %w", s.Name, err)
-	}
-	return resp.ID, nil
+	s.Labels = map[string]string{rt.LabelJob: s.Name}
+	return r.Create(ctx, s)
 }
 
 // neighbour implements probe.Neighbour with one container per stressor segment.

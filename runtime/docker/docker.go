@@ -251,6 +251,7 @@ func (r *Runtime) Create(ctx context.Context, s rt.Spec) (string, error) {
 	cfg := &container.Config{Image: s.Image, Cmd: s.Command, Env: env, Labels: r.ownerLabels(s.Labels), Hostname: s.Name}
 	hc := &container.HostConfig{Binds: binds, Privileged: s.Privileged}
 	hc.Resources.CpusetCpus = s.Cpuset
+	hc.Resources.CgroupParent = s.CgroupParent
 	if s.MemoryBytes > 0 {
 		hc.Resources.Memory = s.MemoryBytes
 		hc.Resources.MemorySwap = s.MemoryBytes // no swap beyond the limit

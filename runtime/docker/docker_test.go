@@ -206,3 +206,22 @@ func TestDockerUnreachable(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Spec.CgroupParent puts the container under the given parent cgroup (the sensitivity
+// probe keeps target and neighbour under separate parents).
+func TestCgroupParent(t *testing.T) {
+	e := setup(t, false)
+	ctx := context.Background()
+	parent := "/colotest-parent" // one fixed name: the empty parent stays behind, as the probe's do
+	if e.r.CgroupDriver() == "systemd" {
+		parent = "colotest-parent.slice"
+	}
+	id := e.create(t, rt.Spec{Name: dockertest.Name(t, "child"), Command: []string{"sleep", "60s"}, CgroupParent: parent})
+	if err := e.r.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	info, err := e.r.Inspect(ctx, id)
+	if err != nil || !strings.Contains(info.Cgroup.Path, "colotest-parent") {
+		t.Fatalf("cgroup %q under parent %q (%v)", info.Cgroup.Path, parent, err)
+	}
+}

@@ -143,6 +143,8 @@ func (r *Runtime) Create(ctx context.Context, s rt.Spec) (string, error) {
 		return "", fmt.Errorf("workload %s: the process runtime has no mounts; use the docker runtime or host paths directly", s.Name)
 	case s.Privileged:
 		return "", fmt.Errorf("workload %s: the process runtime has no privileged mode; run colo as the user the workload needs", s.Name)
+	case s.CgroupParent != "":
+		return "", fmt.Errorf("workload %s: the process runtime keeps its workloads under its own parent cgroup; leave the cgroup parent empty (got %q)", s.Name, s.CgroupParent)
 	case len(s.Command) == 0:
 		return "", fmt.Errorf("workload %s: no command given", s.Name)
 	}
