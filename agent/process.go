@@ -41,8 +41,8 @@ type Processes struct {
 	Interval time.Duration
 	Log      *slog.Logger
 
-	// resolve maps a cgroup path onto the host's hierarchies; nil: rt.CgroupAtPath
-	// (tests fake a cgroup tree with it).
+	// resolve maps the parent's path onto the host's hierarchies (once a poll); nil:
+	// rt.CgroupAtPath (tests fake a cgroup tree with it).
 	resolve func(path string) (rt.Cgroup, error)
 	// warned remembers the labels file content already warned about (no log per poll).
 	warned map[string]string
@@ -145,28 +145,27 @@ func (p *Processes) scan() ([]Container, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup parent %s: %w (create it, or point --cgroup-parent at the cgroup holding the tenants)", parent, err)
 	}
+	pcg.Path = parent
 	var cs []Container
 	for _, e := range ents { // ReadDir sorts by name
 		if !e.IsDir() {
 			continue
 		}
-		if c, ok := p.tenant(resolve, path.Join(parent, e.Name()), e.Name()); ok {
+		if c, ok := p.tenant(pcg, e.Name()); ok {
 			cs = append(cs, c)
 		}
 	}
 	return cs, nil
 }
 
-// tenant describes the child cgroup name at cgPath (ok false: no process in it, or colo
-// run's).
-func (p *Processes) tenant(resolve func(string) (rt.Cgroup, error), cgPath, name string) (Container, bool) {
-	cg, err := resolve(cgPath)
-	if err != nil {
-		return Container{}, false
-	}
-	for k, d := range cg.Dirs { // hierarchies where the operator did not create it
-		if st, err := os.Stat(d); err != nil || !st.IsDir() {
-			delete(cg.Dirs, k)
+// tenant describes the child cgroup name of parent (ok false: no process in it, or colo
+// run's). Its directories are the parent's, on the hierarchies where the child exists.
+func (p *Processes) tenant(parent rt.Cgroup, name string) (Container, bool) {
+	cg := rt.Cgroup{Version: parent.Version, Path: path.Join(parent.Path, name), Dirs: map[string]string{}}
+	for k, d := range parent.Dirs {
+		d = filepath.Join(d, name)
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			cg.Dirs[k] = d
 		}
 	}
 	procs, err := cg.Procs()

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -172,5 +173,27 @@ func TestParseLabelLines(t *testing.T) {
 	}
 	if want := []int{2, 3, 4}; !reflect.DeepEqual(bad, want) {
 		t.Errorf("bad lines %v, want %v", bad, want)
+	}
+}
+
+// BenchmarkProcessesScan is one poll of --runtime process over 30 tenants (a fake tree on
+// the temp file system: the cost of the polling itself, without cgroupfs).
+func BenchmarkProcessesScan(b *testing.B) {
+	tree := fakeTree{b.TempDir()}
+	labels := b.TempDir()
+	for i := range 30 {
+		dir := filepath.Join(tree.root, "cpu", "colo", fmt.Sprintf("t%02d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(fmt.Sprintf("%d\n", 100+i)), 0o644)
+		os.WriteFile(filepath.Join(labels, fmt.Sprintf("t%02d.labels", i)), []byte(LabelClass+"=batch\n"), 0o644)
+	}
+	p := &Processes{Parent: "colo", LabelsDir: labels, resolve: tree.resolve}
+	b.ReportAllocs()
+	for b.Loop() {
+		if cs, err := p.scan(); err != nil || len(cs) != 30 {
+			b.Fatalf("%d tenants, %v", len(cs), err)
+		}
 	}
 }
