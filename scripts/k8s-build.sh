@@ -30,9 +30,17 @@ log() { echo "[k8s-build $(date -u +%H:%M:%S)] $*" >&2; }
 
 want=(kube-apiserver kube-scheduler kubelet kube-controller-manager)
 
-# Writes the wrapper module's go.mod (stdout): require k8s.io/kubernetes and
-# replace each staging module with its published version.
+# Writes the wrapper module's go.mod (stdout). When k8s/go.mod requires this Kubernetes
+# version, the wrapper is k8s/go.mod itself (its requirements and replacements, colo's
+# path made absolute): the kube binaries then compile every shared package at exactly the
+# versions k8s/ selects, so that on a cold machine colo-kube-scheduler, built from k8s/
+# right after, finds them in the Go build cache. Otherwise (another K8S_VERSION) it
+# requires k8s.io/kubernetes and replaces each staging module with its published version.
 kube_gomod() {
+  if grep -qE "^\s*k8s\.io/kubernetes v$K8S_VERSION\s*$" "$REPO/k8s/go.mod"; then
+    sed -e 's#^module .*#module colo.local/k8sbuild#' -e "s#^\(\s*\)colo => \.\./*\s*\$#\1colo => $REPO#" "$REPO/k8s/go.mod"
+    return
+  fi
   local mod
   mod=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
   [[ -f "$mod" ]] || { log "cannot download k8s.io/kubernetes@v$K8S_VERSION"; return 1; }
@@ -40,15 +48,9 @@ kube_gomod() {
   echo
   grep '^go ' "$mod"
   echo
-  # colo itself is required too, so that the module graph (and so the build cache) is the
-  # one of the k8s/ module, which builds colo's scheduler from the same packages.
-  echo "require ("
-  echo "	colo v0.0.0"
-  echo "	k8s.io/kubernetes v$K8S_VERSION"
-  echo ")"
+  echo "require k8s.io/kubernetes v$K8S_VERSION"
   echo
   echo "replace ("
-  echo "	colo => $REPO"
   grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/src/' "$mod" | awk '{print $1}' |
     grep -v '^k8s.io/sample-cli-plugin$' |
     while read -r m; do echo "	$m => $m $STAGING_VERSION"; done
@@ -62,6 +64,7 @@ if ((${#missing[@]})); then
   kube_gomod > go.mod.new
   if ! cmp -s go.mod.new go.mod.src 2>/dev/null; then
     cp go.mod.new go.mod; cp go.mod.new go.mod.src; rm -f go.sum
+    if grep -q '^module colo.local/k8sbuild' go.mod && grep -q "=> $REPO\$" go.mod; then cp "$REPO/k8s/go.sum" go.sum; fi
   fi
   rm -f go.mod.new
   echo 'package main' > doc.go

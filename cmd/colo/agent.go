@@ -42,19 +42,22 @@ type agentFlags struct {
 	noPerf      bool
 	nriSocket   string
 	selectTerms []string
+	process     processFlags
 }
 
 func init() {
 	var f agentFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Node daemon: monitor and partition the containers of this host (Docker, containerd NRI)",
+		Short: "Node daemon: monitor and partition the containers of this host (Docker, containerd NRI, plain cgroups)",
 		Long: `colo agent follows the containers that Docker (or containerd through NRI) runs on
 this host, gives each one a resctrl monitoring group, lets an online policy (the same
 schedulers as colo run: static-cat, dynamic, dcat, lfoc+, vp) decide their cache and
 memory-bandwidth allocations, and serves Prometheus /metrics, /healthz and a JSON API
 under /api/v1/. Containers say what they need with labels (colo.io/class =
 priority | batch | best-effort, colo.io/target-ipce, colo.io/llc-ways, colo.io/mba).
+With --runtime process it follows plain processes instead: every child cgroup of
+--cgroup-parent that holds a process is a tenant, labelled from --labels-dir.
 
 SIGTERM/SIGINT return every container to system/default, remove the agent's groups and
 restore system/default's schemata exactly; after a kill -9 the next start undoes what
@@ -74,11 +77,12 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.DurationVar(&f.monInterval, "mon-interval", time.Second, "how often each container's resctrl monitoring counters (occupancy, MBM) are read; 0: every --interval")
 	fl.StringVar(&f.profiles, "profiles", "", "a colo predict data directory (Bubble-Up profiles): containers whose image has one get colo_predicted_slowdown")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/colo", "where the journal of the agent's resctrl changes lives")
-	fl.StringVar(&f.runtime, "runtime", "docker", "container runtime to follow: docker or nri")
+	fl.StringVar(&f.runtime, "runtime", "docker", "what to follow: docker, nri (containerd) or process (child cgroups of --cgroup-parent)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.nriSocket, "nri-socket", agent.DefaultNRISocket, "containerd's NRI socket (--runtime nri)")
 	fl.StringArrayVar(&f.selectTerms, "select", nil, "manage only containers with this label, KEY or KEY=VALUE (repeat: all must match; default every container)")
+	addProcessFlags(fl, &f.process)
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
 	cmd.AddCommand(agentStatusCmd())
 	cmd.Annotations = signalIsStop // a daemon: SIGTERM is its normal stop, exit 0
@@ -129,14 +133,14 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	switch f.runtime {
 	case "docker":
 		disc = &agent.Docker{Log: log}
-	case "nri":
+	case "nri", "process":
 		nd, err := newDiscovery(f, log)
 		if err != nil {
 			return err
 		}
 		disc = nd
 	default:
-		return badInputf("--runtime %q: use docker or nri (following plain processes, --runtime process, is not implemented)", f.runtime)
+		return badInputf("--runtime %q: use docker, nri or process", f.runtime)
 	}
 	root := resctrl.ResolveRoot(f.resctrlRoot)
 	if _, err := os.Stat(filepath.Join(root, "info")); err != nil {

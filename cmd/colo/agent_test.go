@@ -31,8 +31,9 @@ func TestAgentBadInput(t *testing.T) {
 		{[]string{"--policy-options", unknown}, unknown + ":4: dcat: unknown scheduler.options key \"no_such_key\""},
 		{[]string{"--policy", "no-such-policy"}, "no-such-policy"},
 		{[]string{"--interval", "5ms"}, "at least 20ms"},
-		{[]string{"--runtime", "podman"}, "use docker or nri"},
-		{[]string{"--runtime", "process"}, "--runtime process, is not implemented"},
+		{[]string{"--runtime", "podman"}, "use docker, nri or process"},
+		{[]string{"--runtime", "process", "--labels-dir", filepath.Join(dir, "nope")}, "--labels-dir " + filepath.Join(dir, "nope")},
+		{[]string{"--runtime", "process", "--cgroup-parent", "../x"}, "--cgroup-parent \"../x\""},
 		{[]string{"--mon-interval", "-1s"}, "--mon-interval -1s"},
 		{[]string{"--profiles", dir}, "reporter_sensitivity.csv"},
 	} {

@@ -208,10 +208,10 @@ func orderingAttempt(t *testing.T) (ok bool, why string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Alternate the two competitors 3 times and compare median latencies, so that a burst
+	// Alternate the two competitors 5 times and compare median latencies, so that a burst
 	// of outside load does not land on one of them only.
 	var lcs, lrs []float64
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 5; i++ {
 		lc, err := r.Contentiousness(ctx, computeBG)
 		if err != nil {
 			t.Fatal(err)
