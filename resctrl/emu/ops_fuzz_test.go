@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -58,6 +59,15 @@ func checkInvariants(t *testing.T, st State, trace []string) {
 		t.Fatalf("after %q: "+f, append([]any{trace}, a...)...)
 	}
 	closids, rmids := map[int]string{}, map[[2]int]string{}
+	// Exclusive masks are disjoint, except after pseudo-locksetup: a group in it holds no
+	// allocation yet and the kernel's overlap test skips it (__rdtgroup_cbm_overlaps), so
+	// another group can become exclusive over its ways, and leaving it for shareable does
+	// not test overlap again (rdtgroup_mode_write). Which masks new groups get after such a
+	// sequence is not checked against the kernel here, so the invariant is not asserted.
+	pseudoLock := false
+	for _, op := range trace {
+		pseudoLock = pseudoLock || strings.HasPrefix(op, "mode ") && strings.HasSuffix(op, " pseudo-locksetup\n")
+	}
 	ctrlOf := map[int]string{} // task -> its control group
 	for _, g := range st.Groups {
 		if !g.IsMon {
@@ -88,7 +98,7 @@ func checkInvariants(t *testing.T, st State, trace []string) {
 				}
 			}
 		}
-		if g.IsMon || g.Mode != "exclusive" {
+		if g.IsMon || g.Mode != "exclusive" || pseudoLock {
 			continue
 		}
 		for name, masks := range g.Schemata {
@@ -96,9 +106,7 @@ func checkInvariants(t *testing.T, st State, trace []string) {
 				continue
 			}
 			for _, o := range st.Groups {
-				// a group in pseudo-locksetup holds no allocation yet: the kernel's overlap
-				// test skips it (__rdtgroup_cbm_overlaps), and so does this invariant
-				if o.IsMon || o.Path == g.Path || o.Mode == "pseudo-locksetup" {
+				if o.IsMon || o.Path == g.Path {
 					continue
 				}
 				for d, m := range masks {
