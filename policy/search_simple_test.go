@@ -124,14 +124,7 @@ func TestSearchDeterministicAcrossWorkers(t *testing.T) {
 			for _, procs := range []int{1, 2} {
 				runtime.GOMAXPROCS(procs)
 				for jobs := 1; jobs <= 4; jobs++ {
-					s, err := Search(in, o, Options{Jobs: jobs})
-					if err != nil {
-						t.Fatal(err)
-					}
-					r, err := Evaluate(in, s)
-					if err != nil {
-						t.Fatal(err)
-					}
+					s, r := searchEvaluated(t, in, o, jobs)
 					got := fmt.Sprintf("%#x STP %x unf %x", s.AppMasks(c.n), math.Float64bits(r.STP), math.Float64bits(r.Unfairness))
 					if ref == "" {
 						ref = got

@@ -118,14 +118,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			bu, bs, count := bruteForce(t, in, o)
 			var prev []uint64
 			for _, jobs := range []int{1, 2} {
-				s, err := Search(in, o, Options{Jobs: jobs})
-				if err != nil {
-					t.Fatal(err)
-				}
-				r, err := Evaluate(in, s)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s, r := searchEvaluated(t, in, o, jobs)
 				ok := math.Abs(r.STP-bs) <= 1e-9
 				if o == MinUnf {
 					ok = math.Abs(r.Unfairness-bu) <= 1e-9 && (r.STP >= bs-1e-9)
@@ -347,4 +340,18 @@ func TestSearchTimeLimitGap(t *testing.T) {
 	if stopped == 0 {
 		t.Error("the time limit never stopped a search")
 	}
+}
+
+// searchEvaluated runs the exact search with jobs workers and evaluates its solution.
+func searchEvaluated(t *testing.T, in Input, o Objective, jobs int) (*Solution, *perfmodel.Result) {
+	t.Helper()
+	s, err := Search(in, o, Options{Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Evaluate(in, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, r
 }
