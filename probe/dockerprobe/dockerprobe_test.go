@@ -40,7 +40,7 @@ func memSensitivity(v probe.Vector) float64 { return (v.LLC + v.MemRead + v.Pref
 // Issue 7 must-show on linux: the probe runs end to end with Docker (baseline + five
 // stressor segments, every container removed, ς ∈ [0,1]^5), and a random-access target
 // over 8 MB is more memory/LLC sensitive than a compute loop. On 2 shared, noisy cores
-// only the ordering is asserted: the pair is measured up to three times and the median
+// only the ordering is asserted: the pair is measured up to five times and the median
 // of the differences decides.
 func TestProbeOnDocker(t *testing.T) {
 	if testing.Short() {
@@ -107,16 +107,24 @@ func TestProbeOnDocker(t *testing.T) {
 		t.Logf("%-22s %s base %.4g: ς %+v, cpu share %.2f", target, res.Metric, res.Base, res.Sensitivity, res.CPUShare)
 		return res
 	}
+	// Up to five pairs; the median decides, so the loop stops as soon as one sign has
+	// three votes. On this VM's two vCPUs the neighbour reaches the target only through
+	// memory (they do not share an LLC in practice), so the effect is small (0.06–0.16 on a
+	// quiet machine) and a loaded machine's noise can reverse single pairs (−0.11 once).
 	var diffs []float64
-	for pair := 0; pair < 3; pair++ {
+	notLess, less := 0, 0
+	for pair := 0; pair < 5 && notLess < 3 && less < 3; pair++ {
 		rnd := run("stress random --mb 8")
 		cmp := run("stress compute")
-		diffs = append(diffs, memSensitivity(rnd.Sensitivity)-memSensitivity(cmp.Sensitivity))
-		if pair == 0 && diffs[0] > 0.1 {
+		d := memSensitivity(rnd.Sensitivity) - memSensitivity(cmp.Sensitivity)
+		diffs = append(diffs, d)
+		if pair == 0 && d > 0.1 {
 			break // clear on the first pair
 		}
-		if pair == 1 && (diffs[0] > 0) == (diffs[1] > 0) {
-			break // two agree: the median of three cannot change sign
+		if d >= 0 {
+			notLess++
+		} else {
+			less++
 		}
 	}
 	slices.Sort(diffs)
