@@ -627,6 +627,25 @@ var confCases = []confCase{
 			h.t.Fatalf("p1 last domain got %q", got)
 		}
 	}},
+	{name: "new-group-first-run", rule: "a new group's initial mask is the lowest contiguous run of the free bits, also where sparse masks are accepted (cbm_ensure_valid)", only: func(p *Profile) bool { return !isMPAM(p) }, run: func(h *env) {
+		p := h.p
+		h.mkdir("p0")
+		for _, r := range []string{cacheName(p), "L3DATA"} {
+			if r == "L3DATA" && !p.CDP {
+				continue
+			}
+			h.ok("p0/schemata", allDoms(p, r, 0xc))
+			h.ok("schemata", allDoms(p, r, 0x3))
+		}
+		h.ok("p0/mode", "exclusive\n")
+		// Free: default's shareable 0x3 and the unused bits above 0xc; 0xc is exclusive.
+		h.mkdir("p1")
+		for _, d := range []int{0, lastDom(p)} {
+			if got := h.value("p1", cacheName(p), d); got != hexw(p, 3) {
+				h.t.Fatalf("p1 domain %d got %q, want %s", d, got, hexw(p, 3))
+			}
+		}
+	}},
 	{name: "exclusive-own-overlap", rule: "an exclusive group may not grow onto other groups' bits (\"Overlaps with other group\")", only: func(p *Profile) bool { return !isMPAM(p) }, run: func(h *env) {
 		exclusiveSetup(h)
 		h.fail("p0/schemata", cacheName(h.p)+":0=7\n", syscall.EINVAL, "=Overlaps with other group")

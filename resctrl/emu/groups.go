@@ -88,8 +88,9 @@ func (e *Emulator) mkdirCtrl(name string) error {
 		g.rmid = r
 	}
 	// rdtgroup_init_alloc: each cache domain starts with every bit that no exclusive
-	// group holds (shareable bits, shareable groups' bits, unused bits), made contiguous
-	// where sparse masks are not supported; bandwidth starts at the maximum.
+	// group holds (shareable bits, shareable groups' bits, unused bits), cut to its
+	// lowest contiguous run (__init_one_rdt_domain, cbm_ensure_valid); bandwidth starts
+	// at the maximum.
 	cfg := map[string][]uint32{}
 	for _, s := range e.schemas {
 		v := make([]uint32, s.domains)
@@ -121,15 +122,15 @@ func (e *Emulator) mkdirCtrl(name string) error {
 				}
 			}
 			newCtrl |= (usedB ^ full) & full
+			// cbm_ensure_valid keeps the lowest contiguous run, also where sparse masks
+			// are accepted, and the minimum is checked on what is left.
+			newCtrl = uint32(cbm.Mask(newCtrl).FirstRun())
 			if bits.OnesCount32(newCtrl) < s.cache.MinCBMBits {
 				e.status("No space on %s:%d", s.name, d)
 				if e.p.Mon != nil {
 					e.releaseRMID(g.rmid)
 				}
 				return syscall.ENOSPC
-			}
-			if !s.cache.Sparse {
-				newCtrl = uint32(cbm.Mask(newCtrl).FirstRun())
 			}
 			v[d] = newCtrl
 		}

@@ -62,8 +62,9 @@ func checkInvariants(t *testing.T, st State, trace []string) {
 	// Exclusive masks are disjoint, except after pseudo-locksetup: a group in it holds no
 	// allocation yet and the kernel's overlap test skips it (__rdtgroup_cbm_overlaps), so
 	// another group can become exclusive over its ways, and leaving it for shareable does
-	// not test overlap again (rdtgroup_mode_write). Which masks new groups get after such a
-	// sequence is not checked against the kernel here, so the invariant is not asserted.
+	// not test overlap again (rdtgroup_mode_write). From then on new groups inherit the
+	// overlap too: __init_one_rdt_domain starts them with every shareable group's bits
+	// (conformance case new-group-first-run), so the invariant is not asserted.
 	pseudoLock := false
 	for _, op := range trace {
 		pseudoLock = pseudoLock || strings.HasPrefix(op, "mode ") && strings.HasSuffix(op, " pseudo-locksetup\n")
