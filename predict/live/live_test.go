@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -88,8 +87,8 @@ func TestMeasureBadApps(t *testing.T) {
 // competitor time-sharing one vCPU, a competitor evicts the reporter's cache only at a
 // context switch, a few percent of its time, and over 5 alternations the difference was
 // 0–20 % and within the noise at times (816 vs 812 µs of CPU at load 5–14); a margin there
-// failed 1 full-suite run in 5 with the SoI ordering at 0.22 vs 0.98. The difference is
-// logged in every attempt.
+// failed 1 full-suite run in 5 with the SoI ordering at 0.22 vs 0.98. It is the median of
+// the 5 alternations' ratios (random/compute), at least 0.95; every attempt logs it.
 //
 // The machine is shared (CI runs other test binaries and compilers on the same 2 CPUs; the
 // flake hunt adds stress-ng --cpu 4), so the measurement is made robust to it instead of
@@ -182,10 +181,8 @@ func boostPriority(t *testing.T) {
 	t.Cleanup(func() { _ = os.WriteFile("/proc/self/autogroup", []byte("0"), 0) })
 }
 
-func within(a, b, rel float64) bool { return math.Abs(a-b) <= rel*math.Max(a, b) }
-
 // orderingAttempt measures once: ok when both orderings hold with their margins, else
-// why says what was missing (an ordering, or a machine that drifted meanwhile).
+// why says which ordering was missing.
 func orderingAttempt(t *testing.T) (ok bool, why string) {
 	// Paired: each run under the SoI right after an isolated one, 3 times, median ratio.
 	r := &Runner{AppCPUs: []int{0}, OtherCPUs: []int{0}, StreamThreads: 1, RandomThreads: 1,
@@ -214,9 +211,10 @@ func orderingAttempt(t *testing.T) (ok bool, why string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Alternate the two competitors 5 times and compare median latencies, so that a burst
-	// of outside load does not land on one of them only.
-	var lcs, lrs []float64
+	// Alternate the two competitors 5 times and compare within each alternation (the
+	// median of the 5 ratios), so that a burst of outside load or a slow drift of the
+	// machine does not land on one of them only.
+	var lcs, lrs, ratios []float64
 	for i := 0; i < 5; i++ {
 		lc, err := r.Contentiousness(ctx, computeBG)
 		if err != nil {
@@ -226,28 +224,31 @@ func orderingAttempt(t *testing.T) (ok bool, why string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lcs, lrs = append(lcs, lc.Avg), append(lrs, lr.Avg)
+		lcs, lrs, ratios = append(lcs, lc.Avg), append(lrs, lr.Avg), append(ratios, lr.Avg/lc.Avg)
 	}
-	lc, lr := predict.ReporterRow{Avg: metric.Percentile(lcs, 50)}, predict.ReporterRow{Avg: metric.Percentile(lrs, 50)}
+	lc, lr := metric.Percentile(lcs, 50), metric.Percentile(lrs, 50)
+	ratio := metric.Percentile(ratios, 50)
 	l1, err := r.MeasureReporter(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pc, _ := predict.Predict(cc, 96, predict.MethodNearest)
 	pr, _ := predict.Predict(rc, 96, predict.MethodNearest)
-	msg := fmt.Sprintf("P(96 MB): compute %.3f, random %.3f (random alone %.4g then %.4g); reporter alone %.0f / %.0f ns, next to compute %.0f, next to random %.0f",
-		pc, pr, rc.Perf[0], ri, l0.Score, l1.Score, lc.Avg, lr.Avg)
+	msg := fmt.Sprintf("P(96 MB): compute %.3f, random %.3f (random alone %.4g then %.4g); reporter alone %.0f / %.0f ns, next to compute %.0f, next to random %.0f (median ratio %.3f)",
+		pc, pr, rc.Perf[0], ri, l0.Score, l1.Score, lc, lr, ratio)
 	t.Log(msg)
-	// the isolated measurements before and after agree: the machine did not drift
-	if !within(rc.Perf[0], ri, 0.25) || !within(l0.Score, l1.Score, 0.25) {
-		return false, "isolated runs drifted by more than 25 %"
-	}
+	// The isolated runs before and after (random app, reporter) are logged, not compared:
+	// both comparisons are paired against drift (each SoI run right after an isolated one;
+	// the competitors alternated), and on this VM isolated runs drift by themselves (the
+	// random app 6.56 then 4.85, quiet; the reporter 0.70 then 1.46 ms under stress-ng) in
+	// attempts whose orderings held clearly. A 25 % drift test rejected 2 attempts in 8
+	// on a quiet machine.
 	// Margins keep a dead SoI or competitor (both ≈ 1, equal latencies) from passing by luck.
 	switch {
 	case pr >= pc-0.1:
 		return false, fmt.Sprintf("random (%.3f) did not lose clearly more than compute (%.3f) to the SoI", pr, pc)
-	case lr.Avg < 0.95*lc.Avg:
-		return false, fmt.Sprintf("the reporter was clearly faster next to random (%.0f ns) than next to compute (%.0f ns): contentiousness reversed", lr.Avg, lc.Avg)
+	case ratio < 0.95:
+		return false, fmt.Sprintf("the reporter was clearly faster next to random than next to compute (median ratio %.3f of %v ns to %v ns): contentiousness reversed", ratio, lrs, lcs)
 	}
 	return true, ""
 }
