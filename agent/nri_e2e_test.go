@@ -13,33 +13,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"colo/agent"
+	"colo/internal/containerdtest"
 	"colo/internal/testenv"
-	"colo/runtime/docker"
 )
 
 // containerdBin returns the directory of containerd, ctr, the runc shim, runc and crictl.
 func containerdBin(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("bash", "../scripts/build-containerd.sh").Output()
-	var bin string
-	if err == nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		bin = lines[len(lines)-1]
-		for _, b := range []string{"containerd", "ctr", "containerd-shim-runc-v2", "runc", "crictl"} {
-			if _, serr := os.Stat(filepath.Join(bin, b)); serr != nil {
-				err = serr
-			}
-		}
-	}
+	bin, err := containerdtest.Bin()
 	testenv.Need(t, "containerd v2, runc and crictl (scripts/build-containerd.sh, run by scripts/setup.sh)", err)
 	return bin
 }
+
+// pauseTag is the pod sandbox image, pinned in containerd's configuration.
+const pauseTag = "colo.local/pause:1"
 
 type containerd struct {
 	t    *testing.T
@@ -49,8 +41,7 @@ type containerd struct {
 	done chan error
 }
 
-func (c *containerd) sock() string    { return filepath.Join(c.dir, "containerd.sock") }
-func (c *containerd) nriSock() string { return filepath.Join(c.dir, "nri.sock") }
+func (c *containerd) sock() string { return containerdtest.Sock(c.dir) }
 
 func startContainerd(t *testing.T, bin string) *containerd {
 	t.Helper()
@@ -60,41 +51,12 @@ func startContainerd(t *testing.T, bin string) *containerd {
 		t.Fatal(err)
 	}
 	c := &containerd{t: t, bin: bin, dir: dir}
-	cfg := fmt.Sprintf(`version = 3
-root = "%[1]s/root"
-state = "%[1]s/state"
-[grpc]
-  address = "%[1]s/containerd.sock"
-[ttrpc]
-  address = "%[1]s/containerd.sock.ttrpc"
-[plugins."io.containerd.nri.v1.nri"]
-  disable = false
-  socket_path = "%[1]s/nri.sock"
-  plugin_path = "%[1]s/nri-plugins"
-  plugin_config_path = "%[1]s/nri-conf"
-[plugins."io.containerd.cri.v1.runtime"]
-  # this VM refuses lowering oom_score_adj below the parent's
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.cri.v1.runtime".containerd]
-    default_runtime_name = "runc"
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      snapshotter = "native"
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        BinaryName = "%[2]s/runc"
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "native"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = "colo.local/pause:1"
-[plugins."io.containerd.grpc.v1.cri"]
-  disable_tcp_service = true
-`, dir, bin)
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(containerdtest.Config(dir, bin, pauseTag)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c.start()
 	t.Cleanup(func() {
-		c.crictl("rmp", "-fa") // the pods, their containers and shims
+		c.crictlErr("rmp", "-fa") // the pods, their containers and shims
 		c.stop()
 		exec.Command("umount", "-R", filepath.Join(dir, "state")).Run()
 		os.RemoveAll(dir)
@@ -147,21 +109,14 @@ func (c *containerd) stop() {
 func (c *containerd) crictlErr(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "crictl"), append([]string{"--runtime-endpoint", "unix://" + c.sock(), "--image-endpoint", "unix://" + c.sock(), "--timeout", "30s"}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return strings.TrimSpace(string(out) + "\n" + stderr.String()), err
-	}
-	return strings.TrimSpace(string(out)), nil
+	return containerdtest.Crictl(ctx, c.bin, c.sock(), args...)
 }
 
 func (c *containerd) crictl(args ...string) string {
 	c.t.Helper()
 	out, err := c.crictlErr(args...)
 	if err != nil {
-		c.t.Fatalf("crictl %v: %v\n%s", args, err, out)
+		c.t.Fatalf("%v\n%s", err, out)
 	}
 	return out
 }
@@ -169,45 +124,18 @@ func (c *containerd) crictl(args ...string) string {
 // importImage moves a Docker image into containerd's k8s.io namespace.
 func (c *containerd) importImage(ref string) {
 	c.t.Helper()
-	tar := filepath.Join(c.dir, "image.tar")
-	if out, err := exec.Command("docker", "save", "-o", tar, ref).CombinedOutput(); err != nil {
-		c.t.Fatalf("docker save %s: %v\n%s", ref, err, out)
-	}
-	defer os.Remove(tar)
-	out, err := exec.Command(filepath.Join(c.bin, "ctr"), "--address", c.sock(), "-n", "k8s.io", "images", "import", tar).CombinedOutput()
-	if err != nil {
-		c.t.Fatalf("ctr images import %s: %v\n%s", ref, err, out)
+	if err := containerdtest.ImportImage(context.Background(), c.bin, c.sock(), c.dir, ref); err != nil {
+		c.t.Fatal(err)
 	}
 }
 
-// pauseImage builds the pod sandbox image: a static program that waits for a signal.
+// pauseImage builds the pod sandbox image in Docker.
 func pauseImage(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	src := "package main\n\nimport (\n\t\"os\"\n\t\"os/signal\"\n\t\"syscall\"\n)\n\nfunc main() {\n\tc := make(chan os.Signal, 1)\n\tsignal.Notify(c, syscall.SIGTERM, syscall.SIGINT)\n\t<-c\n}\n"
-	if err := os.WriteFile(filepath.Join(dir, "pause.go"), []byte(src), 0o644); err != nil {
+	if err := containerdtest.BuildPauseImage(context.Background(), t.TempDir(), pauseTag); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "build", "-o", "pause", "pause.go")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GO111MODULE=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build pause: %v\n%s", err, out)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "pause"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := docker.New(context.Background(), docker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	tag := "colo.local/pause:1"
-	if _, err := docker.BuildScratchImage(context.Background(), cli.Client(), tag, []docker.ImageFile{{Path: "/pause", Mode: 0o755, Data: data}}, []string{"/pause"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	return tag
+	return pauseTag
 }
 
 // runPod creates a host-network pod with one throttled container through CRI and
@@ -261,7 +189,7 @@ func TestAgentNRIEndToEnd(t *testing.T) {
 
 	e, root := mountEmulator(t)
 	before := comparable(e)
-	a := startAgentArgs(t, bin, "--runtime", "nri", "--nri-socket", ctrd.nriSock(), "--policy", "static-cat",
+	a := startAgentArgs(t, bin, "--runtime", "nri", "--nri-socket", containerdtest.NRISock(ctrd.dir), "--policy", "static-cat",
 		"--resctrl-root", root, "--state-dir", t.TempDir())
 	a.until("NRI plugin synchronized", func(st agent.Status) bool { return st.RuntimeConnected })
 

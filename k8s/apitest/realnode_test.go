@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"colo/agent"
+	"colo/internal/containerdtest"
 	"colo/internal/testenv"
 	"colo/k8s/publish"
 	"colo/k8s/scoring"
@@ -38,23 +39,6 @@ import (
 	"colo/resctrl/emu"
 	"colo/runtime/docker"
 )
-
-// containerdBin returns the directory scripts/build-containerd.sh caches containerd, runc
-// and crictl in (it builds what is missing; COLO_CONTAINERD_BIN overrides it).
-func containerdBin() (string, error) {
-	out, err := exec.Command("bash", "../../scripts/build-containerd.sh").Output()
-	if err != nil {
-		return "", fmt.Errorf("scripts/build-containerd.sh: %w", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	bin := lines[len(lines)-1]
-	for _, b := range []string{"containerd", "ctr", "containerd-shim-runc-v2", "runc", "crictl"} {
-		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			return "", err
-		}
-	}
-	return bin, nil
-}
 
 // nodeImages builds the static colo binary, its image (`colo image build`) and the pod
 // sandbox image: a FROM scratch image around a static program that waits for SIGTERM.
@@ -73,27 +57,8 @@ func nodeImages(t *testing.T) (colo, app, pause string) {
 		t.Fatalf("colo image build: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", app).Run() })
-	src := "package main\n\nimport (\n\t\"os\"\n\t\"os/signal\"\n\t\"syscall\"\n)\n\nfunc main() {\n\tc := make(chan os.Signal, 1)\n\tsignal.Notify(c, syscall.SIGTERM, syscall.SIGINT)\n\t<-c\n}\n"
-	if err := os.WriteFile(filepath.Join(dir, "pause.go"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pb := exec.Command("go", "build", "-o", "pause", "pause.go")
-	pb.Dir = dir
-	pb.Env = append(os.Environ(), "CGO_ENABLED=0", "GO111MODULE=off")
-	if out, err := pb.CombinedOutput(); err != nil {
-		t.Fatalf("build pause: %v\n%s", err, out)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "pause"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := docker.New(context.Background(), docker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
 	pause = fmt.Sprintf("colo.local/k8s-pause-%d:1", os.Getpid())
-	if _, err := docker.BuildScratchImage(context.Background(), cli.Client(), pause, []docker.ImageFile{{Path: "/pause", Mode: 0o755, Data: data}}, []string{"/pause"}, nil); err != nil {
+	if err := containerdtest.BuildPauseImage(context.Background(), dir, pause); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", pause).Run() })
@@ -286,7 +251,7 @@ func TestRealNode(t *testing.T) {
 	cancel()
 	testenv.Need(t, "dockerd (scripts/setup.sh installs and starts it)", derr)
 	testenv.Need(t, "FUSE (apt-get install fuse3; scripts/setup.sh installs it)", emu.FUSEAvailable())
-	cbin, cerr := containerdBin()
+	cbin, cerr := containerdtest.Bin()
 	testenv.Need(t, "containerd v2, runc and crictl (scripts/build-containerd.sh, run by scripts/setup.sh)", cerr)
 
 	ctx := context.Background()

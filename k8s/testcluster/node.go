@@ -10,12 +10,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
+
+	"colo/internal/containerdtest"
 )
 
 // NodeOptions configure StartNode.
@@ -42,10 +43,10 @@ type Node struct {
 }
 
 // Sock is containerd's CRI and API socket.
-func (n *Node) Sock() string { return filepath.Join(n.Dir, "containerd.sock") }
+func (n *Node) Sock() string { return containerdtest.Sock(n.Dir) }
 
 // NRISock is the socket NRI plugins (colo agent --runtime nri) connect to.
-func (n *Node) NRISock() string { return filepath.Join(n.Dir, "nri.sock") }
+func (n *Node) NRISock() string { return containerdtest.NRISock(n.Dir) }
 
 // kernelTunables are the settings the kubelet writes at start (protectKernelDefaults false);
 // Stop writes back what they were.
@@ -80,41 +81,7 @@ func (c *Cluster) StartNode(ctx context.Context, name string, opt NodeOptions, t
 			return nil, err
 		}
 	}
-	cfg := fmt.Sprintf(`version = 3
-root = "%[1]s/root"
-state = "%[1]s/state"
-[grpc]
-  address = "%[1]s/containerd.sock"
-[ttrpc]
-  address = "%[1]s/containerd.sock.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "%[1]s/opt"
-[plugins."io.containerd.nri.v1.nri"]
-  disable = false
-  socket_path = "%[1]s/nri.sock"
-  plugin_path = "%[1]s/nri-plugins"
-  plugin_config_path = "%[1]s/nri-conf"
-[plugins."io.containerd.cri.v1.runtime"]
-  # this VM refuses lowering oom_score_adj below the parent's
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = ["%[1]s/cni-bin"]
-    conf_dir = "%[1]s/cni-conf"
-  [plugins."io.containerd.cri.v1.runtime".containerd]
-    default_runtime_name = "runc"
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      snapshotter = "native"
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        BinaryName = "%[2]s/runc"
-        SystemdCgroup = false
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "native"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = %[3]q
-[plugins."io.containerd.grpc.v1.cri"]
-  disable_tcp_service = true
-`, n.Dir, opt.ContainerdBin, opt.SandboxImage)
+	cfg := containerdtest.Config(n.Dir, opt.ContainerdBin, opt.SandboxImage)
 	if err := os.WriteFile(filepath.Join(n.Dir, "containerd.toml"), []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
@@ -205,24 +172,13 @@ maxPods: 20
 func (n *Node) Crictl(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(n.opt.ContainerdBin, "crictl"),
-		append([]string{"--runtime-endpoint", "unix://" + n.Sock(), "--image-endpoint", "unix://" + n.Sock(), "--timeout", "30s"}, args...)...)
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
+	return containerdtest.Crictl(ctx, n.opt.ContainerdBin, n.Sock(), args...)
 }
 
 // ImportImage moves a Docker image into containerd's k8s.io namespace (docker save | ctr
 // images import): the node pulls nothing.
 func (n *Node) ImportImage(ctx context.Context, ref string) error {
-	tar := filepath.Join(n.Dir, "image.tar")
-	defer os.Remove(tar)
-	if out, err := exec.CommandContext(ctx, "docker", "save", "-o", tar, ref).CombinedOutput(); err != nil {
-		return fmt.Errorf("docker save %s: %v\n%s", ref, err, out)
-	}
-	if out, err := exec.CommandContext(ctx, filepath.Join(n.opt.ContainerdBin, "ctr"), "--address", n.Sock(), "-n", "k8s.io", "images", "import", tar).CombinedOutput(); err != nil {
-		return fmt.Errorf("ctr images import %s: %v\n%s", ref, err, out)
-	}
-	return nil
+	return containerdtest.ImportImage(ctx, n.opt.ContainerdBin, n.Sock(), n.Dir, ref)
 }
 
 // stop tears the node down: the kubelet first (so it restarts nothing), then every pod
