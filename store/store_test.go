@@ -358,8 +358,13 @@ func TestKilledRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Simulate the kill: drop the handle without flushing (the process would just die).
-	// The SQLite connection is left open, as it would be; a second opener sees committed rows.
+	// Simulate the kill: from here the writer writes nothing more, as a dead process would.
+	// Holding its lock stops the commit loop (it waits for the lock); otherwise a tick
+	// between the two reads below commits more rows and they disagree (seen under -race
+	// and stress-ng --cpu 4: Missing counted all 10000 samples, SampleCount fewer). The
+	// SQLite connection is left open, as it would be; a second opener sees committed rows.
+	st.mu.Lock()
+	t.Cleanup(func() { st.mu.Unlock(); st.Close() })
 	r, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -405,7 +410,6 @@ func TestKilledRun(t *testing.T) {
 	if runs, err := r2.Runs(); err != nil || len(runs) != 0 {
 		t.Errorf("Runs() on a dir without database = %v, %v", runs, err)
 	}
-	st.Close()
 }
 
 // Rows reach the database within CommitInterval without any Flush (a run killed with
