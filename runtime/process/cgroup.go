@@ -208,17 +208,50 @@ func (r *Runtime) removeDirs(ctx context.Context, id string, dirs map[string]str
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	var errs []error
-	for _, d := range uniqueDirs(dirs) {
-		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("remove workload %s: %w", id, errors.Join(errs...))
+	if err := removeWhenFree(ctx, uniqueDirs(dirs), os.Remove, busyTries, busyWait); err != nil {
+		return fmt.Errorf("remove workload %s: %w", id, err)
 	}
 	os.Remove(r.statePath(id))
 	return nil
+}
+
+// A killed process leaves cgroup.procs as soon as it is exiting with no live thread, but
+// its cgroup stays populated until the kernel has finished the exit (cgroup_exit), and
+// rmdir fails with EBUSY meanwhile. The window is short, and wide on a loaded machine (seen
+// under stress-ng --cpu 4 and -race: the orphan of a crashed colo, reaped by another
+// parent). runc and containerd retry the same way.
+const (
+	busyTries = 250                   // retries of an EBUSY directory ...
+	busyWait  = 20 * time.Millisecond // ... this far apart: 5 s at the least
+)
+
+// removeWhenFree removes each directory with remove, retrying those that fail with EBUSY
+// up to tries times, wait apart; an absent directory counts as removed. Any other error,
+// EBUSY after the last try, or ctx's end is returned (joined), after every directory was
+// tried.
+func removeWhenFree(ctx context.Context, dirs []string, remove func(string) error, tries int, wait time.Duration) error {
+	var failed []error
+	for i := 0; len(dirs) > 0; i++ {
+		var busy []string
+		for _, d := range dirs {
+			switch err := remove(d); {
+			case err == nil || errors.Is(err, os.ErrNotExist):
+			case errors.Is(err, syscall.EBUSY) && i < tries:
+				busy = append(busy, d)
+			default:
+				failed = append(failed, err)
+			}
+		}
+		if dirs = busy; len(dirs) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(append(failed, fmt.Errorf("%s still busy: %w", strings.Join(dirs, ", "), ctx.Err()))...)
+		case <-time.After(wait):
+		}
+	}
+	return errors.Join(failed...)
 }
 
 func (r *Runtime) readState(name string) (stateFile, error) {
