@@ -94,6 +94,10 @@ type Counter struct {
 	leaders  []int
 	groupFds [][]int
 	names    []string
+	// mu makes Close safe while another goroutine samples (a sampler's reader may still be
+	// in Sample when its owner closes the counter; it panicked on the cleared tables once)
+	mu     sync.Mutex
+	closed bool
 }
 
 // Sample is the scaled change of every event since the previous Sample.
@@ -353,6 +357,11 @@ func (c *Counter) Events() []string {
 // Sample (the first Sample covers the time since Open), summed over CPUs. An event is
 // NaN when any CPU could not count it during the interval (ScaleDelta).
 func (c *Counter) Sample() (Sample, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return Sample{Mode: c.mode}, errors.New("perf: the counter is closed")
+	}
 	if c.names == nil {
 		c.names = c.Events()
 	}
@@ -429,6 +438,8 @@ func (c *Counter) sampleGroups(vals []float64) error {
 
 // Totals returns the sum of all sampled (scaled) deltas per event.
 func (c *Counter) Totals() map[string]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := map[string]float64{}
 	for i, e := range c.events {
 		out[e.Name] = c.total[i]
@@ -437,7 +448,11 @@ func (c *Counter) Totals() map[string]float64 {
 }
 
 // Close releases every file descriptor.
+// It may be called while another goroutine is in Sample; Sample after Close fails.
 func (c *Counter) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
 	c.closeAll()
 	return nil
 }

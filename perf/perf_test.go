@@ -395,3 +395,33 @@ func TestDetectMicroarch(t *testing.T) {
 		}
 	}
 }
+
+// Close while another goroutine samples (dockerprobe's reader was still in Sample when
+// its owner closed the counter, and indexed the cleared tables: a panic in a stressed
+// suite run). Under -race the old code also reports the data race.
+func TestCloseWhileSampling(t *testing.T) {
+	c, err := OpenCgroup(t.TempDir(), []int{0, 1}, Options{Sys: newFake(), Microarch: "icelake-sp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampled := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		for i := 0; ; i++ {
+			if _, err := c.Sample(); err != nil {
+				done <- err
+				return
+			}
+			if i == 0 {
+				close(sampled)
+			}
+		}
+	}()
+	<-sampled
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("Sample after Close: %v, want the counter closed", err)
+	}
+}
