@@ -113,7 +113,10 @@ func TestMeasureBadApps(t *testing.T) {
 // quiet machine and 2 of 6 under stress-ng --cpu 4, and a full stressed suite run failed
 // all of the 3 attempts it then had (random 0.93, 0.90, 0.95 against compute 0.98, 0.99,
 // 0.97). At one in three, 12 attempts miss a working SoI in under 1 % of runs; an attempt
-// takes 8–13 s, and the test usually passes within the first three.
+// takes 8–13 s, and the test usually passes within the first three. The likely cause of the
+// bimodality: on that VM a random-access loop's rate alone alternates between two levels
+// (about 25 and 42 M accesses/s over 8 MB) from second to second, with or without a
+// neighbour (probe/dockerprobe's TestProbeOnDocker has the measurement).
 func TestEndToEndOrdering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real measurement")

@@ -40,8 +40,10 @@ func memSensitivity(v probe.Vector) float64 { return (v.LLC + v.MemRead + v.Pref
 // Issue 7 must-show on linux: the probe runs end to end with Docker (baseline + five
 // stressor segments, every container removed, ς ∈ [0,1]^5), and a random-access target
 // over 8 MB is more memory/LLC sensitive than a compute loop. On 2 shared, noisy cores
-// only the ordering is asserted: the pair is measured up to five times and the median
-// of the differences decides.
+// only the ordering is asserted, pair by pair (random, then compute, back to back): the
+// first pair whose memory sensitivities differ by at least pairMargin decides, random
+// ahead passes and compute ahead fails; after maxPairs pairs within the margin the test
+// fails, as the ordering was not measurable.
 func TestProbeOnDocker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Docker probe (about 30 s)")
@@ -107,28 +109,32 @@ func TestProbeOnDocker(t *testing.T) {
 		t.Logf("%-22s %s base %.4g: ς %+v, cpu share %.2f", target, res.Metric, res.Base, res.Sensitivity, res.CPUShare)
 		return res
 	}
-	// Up to five pairs; the median decides, so the loop stops as soon as one sign has
-	// three votes. On this VM's two vCPUs the neighbour reaches the target only through
-	// memory (they do not share an LLC in practice), so the effect is small (0.06–0.16 on a
-	// quiet machine) and a loaded machine's noise can reverse single pairs (−0.11 once).
+	// On the VM of 2026-11-27 (its 32 MiB L3 shared by both vCPUs) the random target's
+	// rate alone alternates between two levels, about 25 and 42 M accesses/s, from second
+	// to second, with or without a neighbour: the host's doing. A probe whose 1 s baseline
+	// falls on the fast level gets ς 0.2–0.5 on every stressor, SysCall included; one on
+	// the slow level gets ς ≈ 0 on most. Compute is immune (memory ς ≤ 0.05 throughout).
+	// So most pairs differ by the host's timing, not by the stressors, and a median over a
+	// few pairs sat on the near-zero ones: differences [−0.010 −0.008 −0.007 0.002 0.17]
+	// failed a stressed suite run. Ten pairs measured under stress-ng --cpu 4 differed by
+	// 0.043 −0.003 0.211 0.037 0.054 −0.003 0.055 0.499 0.335 0.000: 5 of 10 clear at the
+	// margin 0.05, none reversed. With 6 clear of these 15 pairs, 10 pairs miss a working
+	// probe in under 1 % of runs (0.6¹⁰). A pair took 27–35 s under stress; the whole
+	// test, quiet and passing at its first pair, 23 s.
+	const maxPairs, pairMargin = 10, 0.05
 	var diffs []float64
-	notLess, less := 0, 0
-	for pair := 0; pair < 5 && notLess < 3 && less < 3; pair++ {
+	for pair := 0; pair < maxPairs; pair++ {
 		rnd := run("stress random --mb 8")
 		cmp := run("stress compute")
 		d := memSensitivity(rnd.Sensitivity) - memSensitivity(cmp.Sensitivity)
 		diffs = append(diffs, d)
-		if pair == 0 && d > 0.1 {
-			break // clear on the first pair
+		t.Logf("pair %d: random − compute memory sensitivity %+.3f", pair+1, d)
+		if d >= pairMargin {
+			return
 		}
-		if d >= 0 {
-			notLess++
-		} else {
-			less++
+		if d <= -pairMargin {
+			t.Fatalf("compute loop more memory sensitive than the random-access target by %.3f (differences %.3f)", -d, diffs)
 		}
 	}
-	slices.Sort(diffs)
-	if med := diffs[len(diffs)/2]; med < 0 {
-		t.Fatalf("random-access target less memory sensitive than the compute loop: differences %v", diffs)
-	}
+	t.Fatalf("no pair of %d showed the random-access target more memory sensitive than the compute loop by %v: differences %.3f", maxPairs, pairMargin, diffs)
 }
