@@ -65,9 +65,20 @@ type schema struct {
 	bw      *BWRes
 	closids int
 	domains int
+	ids     []int // the kernel's domain id of each domain index
 }
 
 func (s *schema) isCache() bool { return s.cache != nil }
+
+// index returns the domain index of kernel domain id, or -1.
+func (s *schema) index(id int) int {
+	for i, x := range s.ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
+}
 
 // group is a CTRL_MON group (ctrl) or a MON group.
 type group struct {
@@ -82,6 +93,9 @@ type group struct {
 	cpus   cpuset
 	event  string // mba_MBps_event
 	plr    *plr   // the pseudo-locked region (mode pseudo-locked)
+	// cntr: per MBM event, per L3 domain index, whether the group holds an assignable
+	// counter (mbm_event mode).
+	cntr map[string][]bool
 }
 
 // plr is a pseudo-locked region: one cache domain's bits, locked for the group.
@@ -133,6 +147,15 @@ type core struct {
 	gen     uint64
 	mon     monState
 	thresh  uint64
+	// assignMode is info/L3_MON/mbm_assign_mode's active mode ("mbm_event" when the
+	// profile has assignable counters, else "default"); onMkdir is mbm_assign_on_mkdir.
+	assignMode string
+	onMkdir    bool
+	// bmec is the BMEC event configuration per event and L3 domain index.
+	bmec map[string][]uint32
+	// ioAlloc is info/L3/io_alloc; ioCBM its mask per L3 domain index.
+	ioAlloc bool
+	ioCBM   []uint32
 }
 
 // New builds an emulator freshly mounted with profile p.
@@ -169,19 +192,19 @@ func New(p *Profile, opts Options) (*Emulator, error) {
 		base := fmt.Sprintf("L%d", c.Level)
 		if cdp {
 			e.schemas = append(e.schemas,
-				&schema{name: base + "CODE", res: base, conf: confCode, cache: c, closids: c.NumCLOSIDs / 2, domains: c.Domains},
-				&schema{name: base + "DATA", res: base, conf: confData, cache: c, closids: c.NumCLOSIDs / 2, domains: c.Domains})
+				&schema{name: base + "CODE", res: base, conf: confCode, cache: c, closids: c.NumCLOSIDs / 2, domains: c.Domains, ids: domainIDs(c.IDs, c.Domains)},
+				&schema{name: base + "DATA", res: base, conf: confData, cache: c, closids: c.NumCLOSIDs / 2, domains: c.Domains, ids: domainIDs(c.IDs, c.Domains)})
 		} else {
-			e.schemas = append(e.schemas, &schema{name: base, res: base, conf: confNone, cache: c, closids: c.NumCLOSIDs, domains: c.Domains})
+			e.schemas = append(e.schemas, &schema{name: base, res: base, conf: confNone, cache: c, closids: c.NumCLOSIDs, domains: c.Domains, ids: domainIDs(c.IDs, c.Domains)})
 		}
 	}
 	addCache(p.L3, p.CDP)
 	addCache(p.L2, p.CDPL2)
 	if p.MB != nil {
-		e.schemas = append(e.schemas, &schema{name: "MB", res: "MB", bw: p.MB, closids: p.MB.NumCLOSIDs, domains: p.MB.Domains})
+		e.schemas = append(e.schemas, &schema{name: "MB", res: "MB", bw: p.MB, closids: p.MB.NumCLOSIDs, domains: p.MB.Domains, ids: domainIDs(p.MB.IDs, p.MB.Domains)})
 	}
 	if p.SMBA != nil {
-		e.schemas = append(e.schemas, &schema{name: "SMBA", res: "SMBA", bw: p.SMBA, closids: p.SMBA.NumCLOSIDs, domains: p.SMBA.Domains})
+		e.schemas = append(e.schemas, &schema{name: "SMBA", res: "SMBA", bw: p.SMBA, closids: p.SMBA.NumCLOSIDs, domains: p.SMBA.Domains, ids: domainIDs(p.SMBA.IDs, p.SMBA.Domains)})
 	}
 	e.closids = 1 << 30
 	for _, s := range e.schemas {
@@ -216,8 +239,25 @@ func New(p *Profile, opts Options) (*Emulator, error) {
 			e.free = append(e.free, r)
 		}
 		e.thresh = p.Mon.MaxThresholdOccupancy
+		e.assignMode, e.onMkdir = "default", true
+		if p.Mon.Counters > 0 {
+			e.assignMode = "mbm_event"
+		}
+		if p.Mon.BMEC {
+			e.bmec = map[string][]uint32{}
+			for _, ev := range mbmEvents {
+				v := make([]uint32, p.L3.Domains)
+				for d := range v {
+					v[d] = bmecDefault[ev]
+				}
+				e.bmec[ev] = v
+			}
+		}
 	}
 	e.mon.init()
+	if p.Mon != nil {
+		e.assignOnMkdir(e.root) // the default group gets its counters at mount
+	}
 	return e, nil
 }
 

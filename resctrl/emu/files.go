@@ -20,8 +20,9 @@ type node struct {
 	g    *group
 	sub  string // "", "mon_groups", "mon_data", "info"
 	info string // info sub-directory name
-	dom  int    // mon_data domain
+	dom  int    // mon_data domain (L3 domain index)
 	domD bool   // the node is (or is inside) mon_data/mon_L3_XX
+	sub2 int    // SNC node within dom (mon_sub_L3_YY), or -1
 	file string
 }
 
@@ -42,14 +43,31 @@ func (e *Emulator) infoDirs() []string {
 
 func (e *Emulator) infoFiles(dir string) []string {
 	if dir == "L3_MON" {
-		return []string{"max_threshold_occupancy", "mon_features", "num_rmids"}
+		f := []string{"max_threshold_occupancy", "mon_features", "num_rmids"}
+		if e.p.Mon.Counters > 0 {
+			f = append(f, "available_mbm_cntrs", "mbm_assign_mode", "mbm_assign_on_mkdir", "num_mbm_cntrs")
+		}
+		if e.bmecOn() {
+			for _, ev := range mbmEvents {
+				if contains(e.p.Mon.Features, ev) {
+					f = append(f, ev+"_config")
+				}
+			}
+		}
+		sort.Strings(f)
+		return f
 	}
 	s := e.schemaByName(dir)
 	if s == nil {
 		return nil
 	}
 	if s.isCache() {
-		return []string{"bit_usage", "cbm_mask", "min_cbm_bits", "num_closids", "shareable_bits", "sparse_masks"}
+		f := []string{"bit_usage", "cbm_mask", "min_cbm_bits", "num_closids", "shareable_bits", "sparse_masks"}
+		if s.cache.IOAlloc {
+			f = append(f, "io_alloc", "io_alloc_cbm")
+			sort.Strings(f)
+		}
+		return f
 	}
 	f := []string{"bandwidth_gran", "delay_linear", "min_bandwidth", "num_closids"}
 	if s.bw.ThrottleMode != "" {
@@ -60,12 +78,25 @@ func (e *Emulator) infoFiles(dir string) []string {
 
 func (e *Emulator) groupFiles(g *group) []string {
 	if !g.ctrl {
-		return monFiles
+		return e.monGroupFiles()
 	}
+	f := ctrlFiles
 	if e.p.MBAMBps {
-		return append(append([]string(nil), ctrlFiles...), "mba_MBps_event")
+		f = append(append([]string(nil), f...), "mba_MBps_event")
 	}
-	return ctrlFiles
+	if e.p.Mon != nil && e.p.Mon.Counters > 0 {
+		f = append(append([]string(nil), f...), "mbm_L3_assignments")
+		sort.Strings(f)
+	}
+	return f
+}
+
+// monGroupFiles are a MON group's files.
+func (e *Emulator) monGroupFiles() []string {
+	if e.p.Mon != nil && e.p.Mon.Counters > 0 {
+		return []string{"cpus", "cpus_list", "mbm_L3_assignments", "tasks"}
+	}
+	return monFiles
 }
 
 func (e *Emulator) monFeatures() []string {
@@ -139,15 +170,27 @@ func (e *Emulator) resolveIn(g *group, c []string) (*node, error) {
 		if len(c) == 1 {
 			return &node{dir: true, g: g, sub: "mon_data"}, nil
 		}
-		d, ok := parseMonDir(c[1], e.p.L3.Domains)
+		d, ok := parseMonDir(c[1], "mon_L3_", e.p.L3IDs())
 		if !ok {
 			return nil, syscall.ENOENT
 		}
 		if len(c) == 2 {
-			return &node{dir: true, g: g, sub: "mon_data", dom: d, domD: true}, nil
+			return &node{dir: true, g: g, sub: "mon_data", dom: d, domD: true, sub2: -1}, nil
 		}
 		if len(c) == 3 && contains(e.monFeatures(), c[2]) {
-			return &node{g: g, sub: "mon_data", dom: d, domD: true, file: c[2]}, nil
+			return &node{g: g, sub: "mon_data", dom: d, domD: true, sub2: -1, file: c[2]}, nil
+		}
+		if e.snc() > 1 {
+			k, ok := parseMonDir(c[2], "mon_sub_L3_", e.subIDs(d))
+			if !ok {
+				return nil, syscall.ENOENT
+			}
+			if len(c) == 3 {
+				return &node{dir: true, g: g, sub: "mon_data", dom: d, domD: true, sub2: k}, nil
+			}
+			if len(c) == 4 && contains(e.monFeatures(), c[3]) {
+				return &node{g: g, sub: "mon_data", dom: d, domD: true, sub2: k, file: c[3]}, nil
+			}
 		}
 		return nil, syscall.ENOENT
 	default:
@@ -161,18 +204,32 @@ func (e *Emulator) resolveIn(g *group, c []string) (*node, error) {
 	return nil, syscall.ENOENT
 }
 
-func monDirName(d int) string { return fmt.Sprintf("mon_L3_%02d", d) }
+func monDirName(prefix string, id int) string { return fmt.Sprintf("%s%02d", prefix, id) }
 
-func parseMonDir(s string, n int) (int, bool) {
-	rest, ok := strings.CutPrefix(s, "mon_L3_")
+// parseMonDir maps a mon_L3_XX (or mon_sub_L3_YY) name to the index of its id in ids.
+func parseMonDir(s, prefix string, ids []int) (int, bool) {
+	rest, ok := strings.CutPrefix(s, prefix)
 	if !ok || len(rest) < 2 {
 		return 0, false
 	}
-	d, err := strconv.Atoi(rest)
-	if err != nil || d < 0 || d >= n || monDirName(d) != s {
+	id, err := strconv.Atoi(rest)
+	if err != nil || monDirName(prefix, id) != s {
 		return 0, false
 	}
-	return d, true
+	d := indexOf(ids, id)
+	return d, d >= 0
+}
+
+// subIDs are the SNC node ids within L3 domain index d: the monitoring domains of the
+// nodes that share the cache, numbered index*SNC+k (the NUMA node ids of a part whose
+// L3 ids are 0..n-1).
+func (e *Emulator) subIDs(d int) []int {
+	n := e.snc()
+	out := make([]int, n)
+	for k := range out {
+		out[k] = d*n + k
+	}
+	return out
 }
 
 // Entry is one directory entry.
@@ -183,7 +240,9 @@ type Entry struct {
 }
 
 var writableFiles = map[string]bool{"cpus": true, "cpus_list": true, "mode": true, "schemata": true, "tasks": true,
-	"mba_MBps_event": true, "max_threshold_occupancy": true}
+	"mba_MBps_event": true, "max_threshold_occupancy": true, "mbm_assign_mode": true, "mbm_assign_on_mkdir": true,
+	"mbm_L3_assignments": true, "mbm_total_bytes_config": true, "mbm_local_bytes_config": true,
+	"io_alloc": true, "io_alloc_cbm": true}
 
 // Stat reports whether path exists and whether it is a directory.
 func (e *Emulator) Stat(path string) (Entry, error) {
@@ -235,9 +294,14 @@ func (e *Emulator) ReadDir(path string) ([]Entry, error) {
 		}
 	case n.sub == "mon_data" && n.domD:
 		addF(e.monFeatures()...)
+		if n.sub2 < 0 && e.snc() > 1 {
+			for _, id := range e.subIDs(n.dom) {
+				addD(monDirName("mon_sub_L3_", id))
+			}
+		}
 	case n.sub == "mon_data":
-		for d := 0; d < e.p.L3.Domains; d++ {
-			addD(monDirName(d))
+		for _, id := range e.p.L3IDs() {
+			addD(monDirName("mon_L3_", id))
 		}
 	default:
 		addF(e.groupFiles(n.g)...)
@@ -271,6 +335,10 @@ func (e *Emulator) ReadFile(path string) ([]byte, error) {
 	if n.dir {
 		return nil, syscall.EISDIR
 	}
+	if n.file == "io_alloc_cbm" {
+		t, err := e.readIOAllocCBM()
+		return []byte(t), err
+	}
 	return []byte(e.read(n)), nil
 }
 
@@ -295,6 +363,16 @@ func (e *Emulator) read(n *node) string {
 				return strings.Join(m.Features, "\n") + "\n"
 			case "max_threshold_occupancy":
 				return fmt.Sprintf("%d\n", e.thresh)
+			case "num_mbm_cntrs":
+				return e.perDomain(func(int) string { return strconv.Itoa(m.Counters) })
+			case "available_mbm_cntrs":
+				return e.perDomain(func(d int) string { return strconv.Itoa(e.availableCntrs(d)) })
+			case "mbm_assign_mode":
+				return e.readAssignMode()
+			case "mbm_assign_on_mkdir":
+				return fmt.Sprintf("%d\n", b2i(e.onMkdir))
+			case "mbm_total_bytes_config", "mbm_local_bytes_config":
+				return e.readBMEC(strings.TrimSuffix(n.file, "_config"))
 			}
 		}
 		s := e.schemaByName(n.info)
@@ -313,6 +391,8 @@ func (e *Emulator) read(n *node) string {
 				return fmt.Sprintf("%d\n", b2i(c.Sparse))
 			case "bit_usage":
 				return e.bitUsage(s)
+			case "io_alloc":
+				return e.readIOAlloc()
 			}
 		}
 		b := s.bw
@@ -331,7 +411,7 @@ func (e *Emulator) read(n *node) string {
 		return ""
 	}
 	if n.sub == "mon_data" {
-		return e.readMon(n.g, n.dom, n.file)
+		return e.readMon(n.g, n.dom, n.sub2, n.file)
 	}
 	g := n.g
 	switch n.file {
@@ -353,6 +433,8 @@ func (e *Emulator) read(n *node) string {
 		return e.formatSize(g)
 	case "mba_MBps_event":
 		return g.event + "\n"
+	case "mbm_L3_assignments":
+		return e.readAssignments(g)
 	}
 	return ""
 }
@@ -395,6 +477,18 @@ func (e *Emulator) WriteFile(path string, data []byte) error {
 		werr = e.writeEvent(n.g, buf)
 	case "max_threshold_occupancy":
 		werr = e.writeThreshold(buf)
+	case "mbm_assign_mode":
+		werr = e.writeAssignMode(buf)
+	case "mbm_assign_on_mkdir":
+		werr = e.writeOnMkdir(buf)
+	case "mbm_L3_assignments":
+		werr = e.writeAssignments(n.g, buf)
+	case "mbm_total_bytes_config", "mbm_local_bytes_config":
+		werr = e.writeBMEC(strings.TrimSuffix(n.file, "_config"), buf)
+	case "io_alloc":
+		werr = e.writeIOAlloc(buf)
+	case "io_alloc_cbm":
+		werr = e.writeIOAllocCBM(buf)
 	}
 	return werr
 }

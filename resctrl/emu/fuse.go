@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path"
@@ -87,6 +88,7 @@ func mount(e *Emulator, dir string) (*Mounted, error) {
 	zero := time.Duration(0)
 	root := &fnode{e: e, path: ""}
 	opts := &fs.Options{
+		RootStableAttr: &fs.StableAttr{Mode: fuse.S_IFDIR, Ino: 1},
 		MountOptions: fuse.MountOptions{
 			FsName:        "resctrl",
 			Name:          "colo-resctrl-emu",
@@ -158,7 +160,25 @@ func errnoOf(err error) syscall.Errno {
 	return syscall.EIO
 }
 
+// inodeOf is the inode number of a path: a hash, the same on every lookup (kernfs
+// inodes are stable, and careful clients such as pqos compare lstat, stat and fstat of
+// one file to guard against symlink races). The root is 1.
+func inodeOf(p string) uint64 {
+	if p == "" {
+		return 1
+	}
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	return h.Sum64() | 1<<62 // never 0 or 1
+}
+
+// mountTime is the time every node reports (kernfs nodes keep their creation time;
+// the emulator's tree is created at once).
+var mountTime = time.Now()
+
 func fillAttr(a *fuse.Attr, st Entry) {
+	a.SetTimes(&mountTime, &mountTime, &mountTime)
+	a.Blksize = 4096
 	switch {
 	case st.Dir:
 		a.Mode = fuse.S_IFDIR | 0o755
@@ -185,7 +205,8 @@ func (n *fnode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*f
 	if st.Dir {
 		mode = fuse.S_IFDIR
 	}
-	return n.NewInode(ctx, &fnode{e: n.e, path: p}, fs.StableAttr{Mode: mode}), 0
+	out.Ino = inodeOf(p)
+	return n.NewInode(ctx, &fnode{e: n.e, path: p}, fs.StableAttr{Mode: mode, Ino: inodeOf(p)}), 0
 }
 
 func (n *fnode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -194,6 +215,7 @@ func (n *fnode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut)
 		return errnoOf(err)
 	}
 	fillAttr(&out.Attr, st)
+	out.Ino = inodeOf(n.path)
 	return 0
 }
 
@@ -210,7 +232,7 @@ func (n *fnode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	}
 	out := make([]fuse.DirEntry, len(ents))
 	for i, en := range ents {
-		out[i] = fuse.DirEntry{Name: en.Name, Mode: fuse.S_IFREG}
+		out[i] = fuse.DirEntry{Name: en.Name, Mode: fuse.S_IFREG, Ino: inodeOf(path.Join(n.path, en.Name))}
 		if en.Dir {
 			out[i].Mode = fuse.S_IFDIR
 		}
@@ -275,7 +297,8 @@ func (n *fnode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.E
 		return nil, errnoOf(err)
 	}
 	fillAttr(&out.Attr, Entry{Name: name, Dir: true})
-	return n.NewInode(ctx, &fnode{e: n.e, path: p}, fs.StableAttr{Mode: fuse.S_IFDIR}), 0
+	out.Ino = inodeOf(p)
+	return n.NewInode(ctx, &fnode{e: n.e, path: p}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: inodeOf(p)}), 0
 }
 
 func (n *fnode) Rmdir(ctx context.Context, name string) syscall.Errno {

@@ -123,3 +123,52 @@ func TestFUSEShell(t *testing.T) {
 	}
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
+
+// TestStableInodes: lstat, stat and fstat of one file give one inode number, twice
+// (kernfs inodes are stable; pqos refuses a file whose numbers differ as "a symlink"),
+// and distinct files have distinct numbers.
+func TestStableInodes(t *testing.T) {
+	fuseOrSkip(t)
+	e, err := NewNamed("amd-genoa", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	m, err := Mount(e, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unmount()
+	seen := map[uint64]string{}
+	for _, f := range []string{"info/L3_MON/num_rmids", "info/L3/cbm_mask", "schemata", "mon_data/mon_L3_14/llc_occupancy", "info"} {
+		p := dir + "/" + f
+		var a, b, c syscall.Stat_t
+		if err := syscall.Lstat(p, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Stat(p, &b); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := syscall.Open(p, syscall.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = syscall.Fstat(fd, &c)
+		syscall.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again syscall.Stat_t
+		syscall.Stat(p, &again)
+		if a.Ino != b.Ino || b.Ino != c.Ino || c.Ino != again.Ino || a.Dev != c.Dev {
+			t.Fatalf("%s: lstat %d, stat %d, fstat %d, stat again %d", f, a.Ino, b.Ino, c.Ino, again.Ino)
+		}
+		if o, dup := seen[a.Ino]; dup {
+			t.Fatalf("%s and %s share inode %d", f, o, a.Ino)
+		}
+		seen[a.Ino] = f
+		if a.Mtim != c.Mtim || a.Blksize != 4096 {
+			t.Fatalf("%s: mtime %v/%v blksize %d", f, a.Mtim, c.Mtim, a.Blksize)
+		}
+	}
+}

@@ -141,6 +141,7 @@ func (e *Emulator) mkdirCtrl(name string) error {
 	e.ctrls[name] = g
 	if e.p.Mon != nil {
 		e.rmids[g.rmid] = g
+		e.assignOnMkdir(g)
 	}
 	e.gen++
 	return nil
@@ -166,6 +167,7 @@ func (e *Emulator) mkdirMon(parent *group, name string) error {
 	g := &group{name: name, parent: parent, closid: parent.closid, rmid: r, cpus: newCPUSet(e.p.CPUs)}
 	parent.mons[name] = g
 	e.rmids[r] = g
+	e.assignOnMkdir(g)
 	e.gen++
 	return nil
 }

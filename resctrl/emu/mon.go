@@ -37,16 +37,27 @@ type rd struct{ rmid, dom int }
 // monState holds the counters per RMID and domain, and per task the cache lines it
 // holds tagged with each RMID (a task that moves keeps its old lines under the old RMID
 // until its own traffic refills them: occupancy decays rather than jumps).
+//
+// Monitoring domains are L3 domain indices, or under SNC index*SNC+node.
 type monState struct {
-	held  map[int]map[int]map[int]uint64 // pid -> dom -> rmid -> bytes
+	held  map[int]map[int]map[int]uint64 // pid -> monitoring domain -> rmid -> bytes
 	total map[rd]uint64
 	local map[rd]uint64
+	// unavail marks (RMID, L3 domain index, event) whose next read is "Unavailable"
+	// (a BMEC configuration change reset the domain's counters).
+	unavail map[unavailKey]bool
+}
+
+type unavailKey struct {
+	rmid, dom int
+	event     string
 }
 
 func (m *monState) init() {
 	m.held = map[int]map[int]map[int]uint64{}
 	m.total = map[rd]uint64{}
 	m.local = map[rd]uint64{}
+	m.unavail = map[unavailKey]bool{}
 }
 
 func (m *monState) resetMBM(rmid int) {
@@ -128,32 +139,75 @@ func (e *Emulator) effectiveRMID(t *task, cpu int) int {
 	return 0
 }
 
+// snc is the number of monitoring sub-domains per L3 domain (1 without SNC).
+func (e *Emulator) snc() int { return max(e.p.SNC, 1) }
+
+// subOf is the SNC node (0..snc-1) within L3 domain d that CPU cpu belongs to: the
+// domain's CPUs split into snc equal runs (CPUs are spread evenly over L3 domains).
+func (e *Emulator) subOf(d, cpu int) int {
+	n := e.snc()
+	per := e.p.CPUs / e.p.L3.Domains
+	if n == 1 || cpu < 0 || per < n {
+		return -1
+	}
+	off := cpu - d*per
+	if off < 0 || off >= per {
+		return -1
+	}
+	return off / (per / n)
+}
+
 // Tick pulls one sample per task and L3 domain from the source and advances the
 // counters: traffic is credited to the task's effective RMID (mbm_* are cumulative),
-// and cache lines move between RMIDs as described by retag.
+// and cache lines move between RMIDs as described by retag. Under SNC a sample goes to
+// the node of the CPU it names, or is split evenly over the nodes (remainder to the
+// first) when the CPU is unknown. With assignable counters, traffic is counted only
+// for an (RMID, event, domain) that holds a counter.
 func (e *Emulator) Tick() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.p.Mon == nil || e.opts.Source == nil {
 		return
 	}
+	n := e.snc()
 	pids := slices.Sorted(maps.Keys(e.tasks))
 	for _, pid := range pids {
 		t := e.tasks[pid]
 		for d := 0; d < e.p.L3.Domains; d++ {
 			s := e.opts.Source.Sample(pid, d)
 			r := e.effectiveRMID(t, s.CPU)
-			e.mon.total[rd{r, d}] += s.TotalBytes
-			e.mon.local[rd{r, d}] += s.LocalBytes
-			doms := e.mon.held[pid]
-			if doms == nil {
-				doms = map[int]map[int]uint64{}
-				e.mon.held[pid] = doms
+			k := e.subOf(d, s.CPU)
+			for sub := 0; sub < n; sub++ {
+				part := func(v uint64) uint64 {
+					if k >= 0 {
+						if sub == k {
+							return v
+						}
+						return 0
+					}
+					x := v / uint64(n)
+					if sub == 0 {
+						x += v % uint64(n)
+					}
+					return x
+				}
+				md := d*n + sub
+				if e.counting(r, d, "mbm_total_bytes") {
+					e.mon.total[rd{r, md}] += part(s.TotalBytes)
+				}
+				if e.counting(r, d, "mbm_local_bytes") {
+					e.mon.local[rd{r, md}] += part(s.LocalBytes)
+				}
+				doms := e.mon.held[pid]
+				if doms == nil {
+					doms = map[int]map[int]uint64{}
+					e.mon.held[pid] = doms
+				}
+				if doms[md] == nil {
+					doms[md] = map[int]uint64{}
+				}
+				retag(doms[md], r, part(s.Footprint), part(s.TotalBytes))
 			}
-			if doms[d] == nil {
-				doms[d] = map[int]uint64{}
-			}
-			retag(doms[d], r, s.Footprint, s.TotalBytes)
 		}
 	}
 	e.checkLimbo()
@@ -217,25 +271,59 @@ func retag(h map[int]uint64, cur int, footprint, traffic uint64) {
 	}
 }
 
-// readMon prints a mon_data counter. A CTRL_MON group reads the sum over its own RMID
-// and its MON groups' RMIDs.
-func (e *Emulator) readMon(g *group, dom int, event string) string {
-	rmids := []int{g.rmid}
+// readMon prints a mon_data counter of L3 domain index dom (sub: the SNC node within
+// it, or -1 for the whole domain: the sum of its nodes). A CTRL_MON group reads the sum
+// over its own RMID and its MON groups' RMIDs; with assignable counters only the RMIDs
+// whose event holds a counter count, and "Unassigned" is printed when none does (the
+// kernel's mon_event_count keeps a read that succeeded for any of them). A counter
+// reset by a BMEC change reads "Unavailable" once.
+func (e *Emulator) readMon(g *group, dom, sub int, event string) string {
+	members := []*group{g}
 	if g.ctrl {
-		for _, m := range g.mons {
-			rmids = append(rmids, m.rmid)
+		members = append(members, sortedMons(g)...)
+	}
+	n := e.snc()
+	subs := []int{sub}
+	if sub < 0 {
+		subs = subs[:0]
+		for k := 0; k < n; k++ {
+			subs = append(subs, k)
 		}
 	}
 	var v uint64
-	for _, r := range rmids {
-		switch event {
-		case "llc_occupancy":
-			v += e.mon.occupancy(r, dom)
-		case "mbm_total_bytes":
-			v += e.mon.total[rd{r, dom}]
-		case "mbm_local_bytes":
-			v += e.mon.local[rd{r, dom}]
+	ok, unavailable := false, false
+	for _, m := range members {
+		r := m.rmid
+		if r == noID {
+			continue
+		}
+		if event != "llc_occupancy" && !e.assigned(m, dom, event) {
+			continue
+		}
+		if event != "llc_occupancy" && e.mon.unavail[unavailKey{r, dom, event}] {
+			delete(e.mon.unavail, unavailKey{r, dom, event})
+			unavailable = true
+			continue
+		}
+		ok = true
+		for _, k := range subs {
+			md := dom*n + k
+			switch event {
+			case "llc_occupancy":
+				v += e.mon.occupancy(r, md)
+			case "mbm_total_bytes":
+				v += e.mon.total[rd{r, md}]
+			case "mbm_local_bytes":
+				v += e.mon.local[rd{r, md}]
+			}
 		}
 	}
-	return fmt.Sprintf("%d\n", v)
+	switch {
+	case ok:
+		return fmt.Sprintf("%d\n", v)
+	case unavailable:
+		return "Unavailable\n"
+	default:
+		return "Unassigned\n"
+	}
 }

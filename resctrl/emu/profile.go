@@ -2,7 +2,6 @@ package emu
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -13,8 +12,12 @@ import (
 // CacheRes is one cache-allocation resource (L3 or L2) as the hardware enumerates it.
 type CacheRes struct {
 	Level int // 3 or 2
-	// Domains is the number of cache instances (resctrl domain ids 0..Domains-1).
+	// Domains is the number of cache instances.
 	Domains int
+	// IDs are the kernel's domain ids of the instances, ascending (nil: 0..Domains-1).
+	// They are the cache ids of /sys/devices/system/cpu/cpu*/cache/index3/id, not NUMA
+	// node ids, and real parts have gaps (libvirt's AMD tree: 0,2,…,14).
+	IDs []int
 	// CBMLen is the number of bits in the capacity bitmask (info/*/cbm_mask has CBMLen ones).
 	CBMLen int
 	// MinCBMBits is info/*/min_cbm_bits: 1 on Intel and MPAM, 0 on AMD.
@@ -31,11 +34,16 @@ type CacheRes struct {
 	// reserves the width of the CODE/DATA suffix when aligning schemata names even
 	// without the cdp mount option ("    L3:0=ff").
 	CDPCapable bool
+	// IOAlloc is AMD's SDCIAE (L3 only): info/L3/io_alloc and io_alloc_cbm exist; I/O
+	// allocation, once enabled, takes the highest CLOSID.
+	IOAlloc bool
 }
 
 // BWRes is a memory-bandwidth resource (MB, or SMBA on AMD).
 type BWRes struct {
-	Domains     int
+	Domains int
+	// IDs are the kernel's domain ids (nil: 0..Domains-1), as CacheRes.IDs.
+	IDs         []int
 	Min         uint32 // info/MB/min_bandwidth
 	Max         uint32 // largest accepted value (100 % on Intel/MPAM, 2048 on AMD)
 	Gran        uint32 // info/MB/bandwidth_gran
@@ -55,6 +63,12 @@ type MonRes struct {
 	Features []string
 	// MaxThresholdOccupancy is the limbo threshold in bytes (info/L3_MON/max_threshold_occupancy).
 	MaxThresholdOccupancy uint64
+	// BMEC: the bandwidth monitoring event configuration files
+	// info/L3_MON/mbm_{total,local}_bytes_config exist (AMD Zen 4 and later).
+	BMEC bool
+	// Counters is the number of assignable MBM counters per L3 domain (kernel
+	// mbm_event mode: AMD ABMC, recent Intel); 0 means every RMID counts on its own.
+	Counters int
 }
 
 // Profile is the hardware and mount configuration the emulator presents.
@@ -80,6 +94,13 @@ type Profile struct {
 	// Padded selects the older kernels' read format: zero-padded masks (%0*x) and
 	// space-padded MB values (%*u). Newer kernels print both unpadded.
 	Padded bool
+	// SNC is the number of sub-NUMA clusters per L3 domain (Intel SNC2/SNC3); 0 or 1
+	// means none. mon_data/mon_L3_XX then holds mon_sub_L3_YY per node and its files
+	// read the sum; allocation still applies per L3 instance.
+	SNC int
+	// ReverseSchemata: schemata and size list the resources in reverse (SMBA, MB, L3),
+	// as the kernel of libvirt's captured AMD tree prints them.
+	ReverseSchemata bool
 }
 
 // Validate checks that the profile can be emulated.
@@ -108,6 +129,12 @@ func (p *Profile) Validate() error {
 		if c.MinCBMBits < 0 || c.MinCBMBits > c.CBMLen {
 			bad("L%d min_cbm_bits %d out of 0..%d", c.Level, c.MinCBMBits, c.CBMLen)
 		}
+		if err := checkIDs(c.IDs, c.Domains); err != "" {
+			bad("L%d %s", c.Level, err)
+		}
+		if c.IOAlloc && c.Level != 3 {
+			bad("io_alloc exists on L3 only")
+		}
 	}
 	if p.CDP && p.L3 == nil {
 		bad("cdp needs L3")
@@ -122,6 +149,9 @@ func (p *Profile) Validate() error {
 		if b.Domains < 1 || b.NumCLOSIDs < 1 || b.Gran < 1 || b.Max < b.Min {
 			bad("bandwidth resource: domains %d, closids %d, gran %d, range %d..%d invalid", b.Domains, b.NumCLOSIDs, b.Gran, b.Min, b.Max)
 		}
+		if err := checkIDs(b.IDs, b.Domains); err != "" {
+			bad("bandwidth resource %s", err)
+		}
 	}
 	if p.MBAMBps && (p.MB == nil || p.Mon == nil) {
 		bad("mba_MBps needs MB and L3 monitoring")
@@ -132,10 +162,52 @@ func (p *Profile) Validate() error {
 	if p.Mon != nil && p.L3 == nil {
 		bad("L3 monitoring needs an L3 cache")
 	}
+	if p.Mon != nil && p.Mon.Counters < 0 {
+		bad("negative MBM counter count")
+	}
+	if p.SNC < 0 || p.SNC > 8 {
+		bad("SNC %d out of 0..8", p.SNC)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("emulator profile %q: %s", p.Name, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// checkIDs says what is wrong with a list of domain ids ("" when nothing).
+func checkIDs(ids []int, n int) string {
+	if ids == nil {
+		return ""
+	}
+	if len(ids) != n {
+		return fmt.Sprintf("has %d domain ids for %d domains", len(ids), n)
+	}
+	for i, id := range ids {
+		if id < 0 || i > 0 && id <= ids[i-1] {
+			return fmt.Sprintf("domain ids %v are not ascending non-negative numbers", ids)
+		}
+	}
+	return ""
+}
+
+// domainIDs returns ids, or 0..n-1 when ids is nil.
+func domainIDs(ids []int, n int) []int {
+	if ids != nil {
+		return slices.Clone(ids)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// L3IDs returns the L3 domain ids (nil without L3).
+func (p *Profile) L3IDs() []int {
+	if p.L3 == nil {
+		return nil
+	}
+	return domainIDs(p.L3.IDs, p.L3.Domains)
 }
 
 // Clone returns a deep copy that can be changed without touching p.
@@ -144,6 +216,16 @@ func (p *Profile) Clone() *Profile {
 	c.L3, c.L2, c.MB, c.SMBA, c.Mon = clone(p.L3), clone(p.L2), clone(p.MB), clone(p.SMBA), clone(p.Mon)
 	if p.Mon != nil {
 		c.Mon.Features = slices.Clone(p.Mon.Features)
+	}
+	for _, r := range []*CacheRes{c.L3, c.L2} {
+		if r != nil {
+			r.IDs = slices.Clone(r.IDs)
+		}
+	}
+	for _, r := range []*BWRes{c.MB, c.SMBA} {
+		if r != nil {
+			r.IDs = slices.Clone(r.IDs)
+		}
 	}
 	return &c
 }
@@ -303,17 +385,35 @@ var named = map[string][2]string{
 
 // ProfileNames lists the built-in emulator profiles.
 func ProfileNames() []string {
-	return slices.Sorted(maps.Keys(named))
+	return slices.Sorted(func(yield func(string) bool) {
+		for k := range named {
+			if !yield(k) {
+				return
+			}
+		}
+		for k := range realProfiles {
+			if !yield(k) {
+				return
+			}
+		}
+	})
 }
 
-// ConformanceProfiles are the vendor profiles the conformance suite runs against.
+// ConformanceProfiles are the profiles the conformance suite runs against: all of them.
 func ConformanceProfiles() []string {
-	return []string{"intel", "intel-cdp", "intel-mbps", "intel-nomba", "amd", "amd-smba", "mpam"}
+	return ProfileNames()
 }
 
 // NamedProfile returns a built-in profile: a vendor profile name (see ProfileNames), or
 // a machine name from colo/machine optionally followed by "+variant" (e.g. "skx-6138+cdp").
 func NamedProfile(name string) (*Profile, error) {
+	if f, ok := realProfiles[name]; ok {
+		p := f()
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 	if nv, ok := named[name]; ok {
 		var m *machine.Profile
 		if nv[0] == "" {

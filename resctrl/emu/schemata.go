@@ -6,6 +6,7 @@ package emu
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,21 +31,31 @@ func (e *Emulator) formatValue(s *schema, v uint32) string {
 	return fmt.Sprintf("%d", v)
 }
 
+// printOrder is the order of schemata and size lines.
+func (e *Emulator) printOrder() []*schema {
+	if !e.p.ReverseSchemata {
+		return e.schemas
+	}
+	out := slices.Clone(e.schemas)
+	slices.Reverse(out)
+	return out
+}
+
 func (e *Emulator) formatSchemata(g *group) string {
 	var b strings.Builder
 	switch g.mode {
 	case "pseudo-locksetup": // rdtgroup_schemata_show
-		for _, s := range e.schemas {
+		for _, s := range e.printOrder() {
 			fmt.Fprintf(&b, "%s:uninitialized\n", s.name)
 		}
 		return b.String()
 	case "pseudo-locked":
 		if s := e.schemaByName(g.plr.schema); s != nil {
-			fmt.Fprintf(&b, "%s:%d=%x\n", s.name, g.plr.domain, g.plr.cbm)
+			fmt.Fprintf(&b, "%s:%d=%x\n", s.name, s.ids[g.plr.domain], g.plr.cbm)
 		}
 		return b.String()
 	}
-	for _, s := range e.schemas {
+	for _, s := range e.printOrder() {
 		if g.closid >= s.closids {
 			continue
 		}
@@ -53,7 +64,7 @@ func (e *Emulator) formatSchemata(g *group) string {
 			if d > 0 {
 				b.WriteByte(';')
 			}
-			fmt.Fprintf(&b, "%d=%s", d, e.formatValue(s, v))
+			fmt.Fprintf(&b, "%d=%s", s.ids[d], e.formatValue(s, v))
 		}
 		b.WriteByte('\n')
 	}
@@ -65,10 +76,10 @@ func (e *Emulator) formatSize(g *group) string {
 	if g.mode == "pseudo-locked" { // rdtgroup_size_show: the region's size only
 		s := e.schemaByName(g.plr.schema)
 		size := s.cache.SizeBytes / uint64(s.cache.CBMLen) * uint64(bits.OnesCount32(g.plr.cbm))
-		fmt.Fprintf(&b, "%*s:%d=%d\n", e.nameW, s.name, g.plr.domain, size)
+		fmt.Fprintf(&b, "%*s:%d=%d\n", e.nameW, s.name, s.ids[g.plr.domain], size)
 		return b.String()
 	}
-	for _, s := range e.schemas {
+	for _, s := range e.printOrder() {
 		fmt.Fprintf(&b, "%*s:", e.nameW, s.name)
 		for d, v := range g.cfg[s.name] {
 			if d > 0 {
@@ -78,7 +89,7 @@ func (e *Emulator) formatSize(g *group) string {
 			if s.isCache() {
 				size = s.cache.SizeBytes / uint64(s.cache.CBMLen) * uint64(bits.OnesCount32(v))
 			}
-			fmt.Fprintf(&b, "%d=%d", d, size)
+			fmt.Fprintf(&b, "%d=%d", s.ids[d], size)
 		}
 		b.WriteByte('\n')
 	}
@@ -93,8 +104,8 @@ func (e *Emulator) bitUsage(s *schema) string {
 		if d > 0 {
 			b.WriteByte(';')
 		}
-		fmt.Fprintf(&b, "%d=", d)
-		hw := uint32(s.cache.ShareableBits)
+		fmt.Fprintf(&b, "%d=", s.ids[d])
+		hw := uint32(s.cache.ShareableBits) | e.ioBits(s, d) // I/O allocation is a hardware user
 		var sw, excl, pseudo uint32
 		for _, g := range e.sortedCtrls() {
 			v := g.cfg[s.name][d]
@@ -216,14 +227,17 @@ func (e *Emulator) parseLine(g *group, s *schema, line string, st *[]staged, hav
 			return syscall.EINVAL
 		}
 		val = strings.TrimSpace(val)
-		if domID >= uint64(s.domains) {
+		d := -1
+		if domID <= 1<<30 {
+			d = s.index(int(domID))
+		}
+		if d < 0 {
 			return syscall.EINVAL // the kernel leaves no message for an unknown domain
 		}
-		d := int(domID)
 		key := fmt.Sprintf("%s/%d", s.name, d)
 		mbaSC := s.res == "MB" && e.p.MBAMBps
 		if have[key] && !mbaSC {
-			e.status("Duplicate domain %d", d)
+			e.status("Duplicate domain %d", domID)
 			return syscall.EINVAL
 		}
 		var v uint32
