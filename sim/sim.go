@@ -50,6 +50,11 @@ type Options struct {
 	// thesis's MBA observations hold on icx-4314-2s (seed000.md §5.1, §7.5: tsearch 2^20
 	// and 7-Zip -mx=5 gain nothing above 20 %, resp. 10 %, and suffer at 10 %).
 	MBACoreMBps float64
+	// MBACurve, when set, replaces the linear rule of percentage MBA: the per-core ceiling
+	// at value v is MBACurve[k]·MBACoreMBps for v = Min + k·Gran, linear in between (the
+	// maximum stays unthrottled). Nil keeps value/100 · MBACoreMBps, the rule the thesis
+	// calibrations use. UnderThrottleMBACurve is one such curve.
+	MBACurve []float64
 }
 
 func (o Options) withDefaults() Options {

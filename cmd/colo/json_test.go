@@ -53,6 +53,7 @@ var jsonRuns = []struct {
 	{"colo predict score", []string{"predict", "score", "--json"}},
 	{"colo probe sensitivity", []string{"probe", "sensitivity", "--platform", "sim", "--target", "cpu", "--json"}},
 	{"colo stress", []string{"stress", "compute", "--duration", "50ms", "--json"}},
+	{"colo mbps sweep", []string{"mbps", "sweep", "--periods", "10", "--json"}},
 	{"colo thesis", []string{"thesis", "--dir", "../../examples/thesis", "--json"}},
 	{"colo resctrl info", []string{"resctrl", "--root", "ROOT", "info", "--json"}},
 	{"colo resctrl set", []string{"resctrl", "--root", "ROOT", "set", "colo.json", "L3:0=ff0;MB:0=55", "--create", "--json"}},
