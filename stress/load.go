@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"colo/probe"
 )
@@ -97,6 +98,21 @@ type Load struct {
 	Touched int64 // bytes the workers index, summed (the dial's meaning)
 	workers []worker
 	cpus    []int
+	running atomic.Pointer[[]counter] // per-worker counts, set by Run
+}
+
+// Work returns the work done so far by the running load, in Unit (0 before Run starts).
+// It is safe to call from any goroutine (a metrics endpoint).
+func (l *Load) Work() float64 {
+	c := l.running.Load()
+	if c == nil {
+		return 0
+	}
+	var s int64
+	for i := range *c {
+		s += (*c)[i].n.Load()
+	}
+	return float64(s)
 }
 
 // Workers returns the number of worker threads.

@@ -37,6 +37,7 @@ type counter struct {
 // clock (time.Now for real runs). A load without workers (the SoI at dial 0) just waits.
 func Run(ctx context.Context, l *Load, interval time.Duration, now func() time.Time, emit func(Report)) Report {
 	counters := make([]counter, len(l.workers))
+	l.running.Store(&counters)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	start, cpu0 := now(), ProcessCPUSeconds()
@@ -56,13 +57,7 @@ func Run(ctx context.Context, l *Load, interval time.Duration, now func() time.T
 			}
 		}(w, &counters[i])
 	}
-	total := func() float64 {
-		var s int64
-		for i := range counters {
-			s += counters[i].n.Load()
-		}
-		return float64(s)
-	}
+	total := l.Work
 	rep := func(final bool, t time.Time, work, prevWork float64, prevT time.Time) Report {
 		win := t.Sub(prevT).Seconds()
 		r := Report{Kind: l.Kind, Final: final, Workers: len(l.workers), MB: float64(l.Touched) / MB,

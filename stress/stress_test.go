@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -325,5 +326,27 @@ func TestPinnedLoadRuns(t *testing.T) {
 	}
 	if err := OnThread([]int{5000}, func() error { return nil }); err == nil {
 		t.Fatal("CPU 5000 accepted")
+	}
+}
+
+// Work (what --metrics serves) follows the running load and ends equal to its final report.
+func TestWorkIsLiveAndMatchesTheFinalReport(t *testing.T) {
+	l, err := New(Config{Kind: KindCompute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Work() != 0 {
+		t.Fatalf("work %g before Run", l.Work())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Report)
+	go func() { done <- Run(ctx, l, 0, time.Now, nil) }()
+	for l.Work() == 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	r := <-done
+	if r.Work != l.Work() || r.Work == 0 {
+		t.Errorf("final work %g, Work() %g", r.Work, l.Work())
 	}
 }

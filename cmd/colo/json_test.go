@@ -28,6 +28,7 @@ var noResults = map[string]string{
 	"colo report":                "writes an HTML file",
 	"colo image build":           "builds a Docker image",
 	"colo agent":                 "a daemon; its state is `colo agent status --json` and /api/v1/status",
+	"colo stress serve":          "a daemon; its results are its /metrics histogram",
 	"colo top":                   "a live view of the agent; the same data is `colo agent status --json`",
 }
 

@@ -23,6 +23,7 @@ func init() {
 		asJSON    bool
 		useSNG    bool
 		wallClock bool
+		metrics   string
 	)
 	var kindLines []string
 	for _, k := range stress.Kinds() {
@@ -47,7 +48,10 @@ installed; the throughput is stress-ng's bogo-ops rate).`,
   colo stress compute --duration 5s --interval 1s --json
   colo stress random --mb 64 --duration 5s --json
   colo stress llc --stress-ng --workers 1 --duration 10s
-  colo stress reporter --type alternating --mb 128 --reps 100 --json`,
+  colo stress reporter --type alternating --mb 128 --reps 100 --json
+  colo stress random --mb 64 --metrics :9100     # colo_stress_work_total on :9100/metrics
+  colo stress serve --mb 64 --listen :8080       # key-value service (colo stress serve --help)
+  colo stress load --url http://127.0.0.1:8080/kv/{key} --rate 500 --duration 10s`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind := args[0]
@@ -100,6 +104,11 @@ installed; the throughput is stress-ng's bogo-ops rate).`,
 			if err != nil {
 				return badInput(err)
 			}
+			if metrics != "" {
+				if err := serveStressMetrics(ctx, metrics, l); err != nil {
+					return err
+				}
+			}
 			defer withDeadline()() // the clock starts once the working set is allocated
 			emit := func(r stress.Report) { _ = printStress(out, r, asJSON) }
 			return printStress(out, stress.Run(ctx, l, interval, time.Now, emit), asJSON)
@@ -114,6 +123,7 @@ installed; the throughput is stress-ng's bogo-ops rate).`,
 	f.DurationVar(&duration, "duration", 0, "stop after this long (0: run until SIGINT/SIGTERM)")
 	f.DurationVar(&interval, "interval", 0, "also print the rate every interval (0: only the final line)")
 	f.BoolVar(&asJSON, "json", false, "print JSON objects, one per line")
+	f.StringVar(&metrics, "metrics", "", "also serve colo_stress_work_total on this address's /metrics (e.g. :9100)")
 	f.BoolVar(&useSNG, "stress-ng", false, "run the thesis's stress-ng command for llc, mem-read, mem-write, syscall, prefetch")
 	f.StringVar(&rcfg.Type, "type", stress.ReporterAlternating, "reporter: streaming, random, alternating (thesis Type 3) or hybrid")
 	f.IntVar(&rcfg.Reps, "reps", 100, "reporter: timed iterations per function")
@@ -126,6 +136,7 @@ installed; the throughput is stress-ng's bogo-ops rate).`,
 		}
 		return nil
 	}
+	addServeLoad(c)
 	rootCmd.AddCommand(c)
 }
 
