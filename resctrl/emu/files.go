@@ -360,7 +360,15 @@ func (e *Emulator) read(n *node) string {
 			case "num_rmids":
 				return fmt.Sprintf("%d\n", m.NumRMIDs)
 			case "mon_features":
-				return strings.Join(m.Features, "\n") + "\n"
+				// with BMEC the kernel lists each configurable event's _config after it
+				var b strings.Builder
+				for _, f := range m.Features {
+					b.WriteString(f + "\n")
+					if e.bmecOn() && f != "llc_occupancy" {
+						b.WriteString(f + "_config\n")
+					}
+				}
+				return b.String()
 			case "max_threshold_occupancy":
 				return fmt.Sprintf("%d\n", e.thresh)
 			case "num_mbm_cntrs":

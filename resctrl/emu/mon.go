@@ -46,6 +46,9 @@ type monState struct {
 	// unavail marks (RMID, L3 domain index, event) whose next read is "Unavailable"
 	// (a BMEC configuration change reset the domain's counters).
 	unavail map[unavailKey]bool
+	// seeded: captured occupancy is held by pseudo-tasks (LoadTree) until the first
+	// Tick with a source.
+	seeded bool
 }
 
 type unavailKey struct {
@@ -168,6 +171,14 @@ func (e *Emulator) Tick() {
 	defer e.mu.Unlock()
 	if e.p.Mon == nil || e.opts.Source == nil {
 		return
+	}
+	if e.mon.seeded {
+		for pid := range e.mon.held {
+			if pid < 0 {
+				delete(e.mon.held, pid)
+			}
+		}
+		e.mon.seeded = false
 	}
 	n := e.snc()
 	pids := slices.Sorted(maps.Keys(e.tasks))
