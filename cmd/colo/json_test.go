@@ -69,7 +69,7 @@ var jsonRuns = []struct {
 // leaves lists every runnable command by its full path ("colo machine list").
 func leaves(c *cobra.Command) []*cobra.Command {
 	var out []*cobra.Command
-	if c.Runnable() {
+	if c.Runnable() && c.Annotations["colo.group"] != "true" {
 		out = append(out, c)
 	}
 	for _, s := range c.Commands() {

@@ -56,6 +56,7 @@ func badInputf(format string, a ...any) error { return usageError{fmt.Errorf(for
 
 func main() {
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
+	prepareTree()
 	ctx, stop := intr.watch(context.Background())
 	c, err := rootCmd.ExecuteContextC(ctx)
 	stop()

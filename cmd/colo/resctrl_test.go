@@ -66,6 +66,7 @@ func execColo(stdout, stderr io.Writer, args ...string) error {
 	rootCmd.SetErr(stderr)
 	rootCmd.SetArgs(args)
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
+	prepareTree()
 	return rootCmd.Execute()
 }
 

@@ -188,12 +188,26 @@ func isUsageMessage(err error) bool {
 
 var markOnce sync.Once
 
-// Argument checks are wrapped when the first command runs (every command is registered
-// by then; init order across files would not guarantee it).
-func init() { cobra.OnInitialize(func() { markOnce.Do(func() { markUsage(rootCmd) }) }) }
+// prepareTree wraps the argument checks of the whole command tree (markUsage) once, before
+// the first command runs (every command is registered by then; init order across files
+// would not guarantee it).
+func prepareTree() {
+	markOnce.Do(func() {
+		rootCmd.InitDefaultCompletionCmd() // cobra adds it at Execute, after this walk
+		markUsage(rootCmd)
+	})
+}
 
-// markUsage makes every command's argument check return a bad-input error (exit 2).
+// markUsage makes every command's argument check return a bad-input error (exit 2), and
+// makes every command that only groups others (no Run of its own) print its help when
+// called bare and answer an unknown subcommand or extra argument with a usage error
+// naming its commands (cobra would print the help and exit 0).
 func markUsage(c *cobra.Command) {
+	if !c.Runnable() && c.HasSubCommands() {
+		c.Args = groupArgs
+		c.Annotations = map[string]string{"colo.group": "true"}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 	if a := c.Args; a != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error { return badInput(a(cmd, args)) }
 	}
@@ -208,4 +222,27 @@ func (in *interruption) stopped() {
 	in.mu.Lock()
 	in.sig = nil
 	in.mu.Unlock()
+}
+
+// groupArgs is the argument check of a command that only groups others: any argument left
+// after cobra found no subcommand of that name is an unknown subcommand.
+func groupArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var names []string
+	for _, s := range cmd.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
+	}
+	hint := ""
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return fmt.Errorf("unknown command %q for %q%s; its commands: %s (see %s --help)",
+		args[0], cmd.CommandPath(), hint, strings.Join(names, ", "), cmd.CommandPath())
 }
