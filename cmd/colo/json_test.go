@@ -52,6 +52,7 @@ var jsonRuns = []struct {
 	{"colo predict validate", []string{"predict", "validate", "--json"}},
 	{"colo predict predict", []string{"predict", "predict", "605.mcf_s", "619.lbm_s", "--json"}},
 	{"colo predict score", []string{"predict", "score", "--json"}},
+	{"colo predict accuracy", []string{"predict", "accuracy", "--workloads", "cpu,mlr:8M", "--json"}},
 	{"colo probe sensitivity", []string{"probe", "sensitivity", "--platform", "sim", "--target", "cpu", "--json"}},
 	{"colo stress", []string{"stress", "compute", "--duration", "50ms", "--json"}},
 	{"colo mbps sweep", []string{"mbps", "sweep", "--periods", "10", "--json"}},

@@ -35,6 +35,7 @@ embedded SPEC CPU2017 measurements (data/bubbleup-spec2017) are used.`,
 	}
 	rootCmd.AddCommand(pc)
 	addValidate(pc)
+	addAccuracy(pc)
 	addPredictPairs(pc)
 	addScore(pc)
 	addTrainReporter(pc)

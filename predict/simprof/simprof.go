@@ -70,6 +70,12 @@ func Reporter(mb float64) sim.Workload {
 // measure runs app on AppCores next to the given background workloads and returns its time
 // per kilo-instruction in ns over Window after Warmup.
 func (r *Runner) measure(app sim.Workload, bg []sim.Workload, bgCores [][]int) (float64, error) {
+	return r.measureWith(app, bg, bgCores, nil)
+}
+
+// measureWith is measure with setup (if not nil) run on the machine once every workload
+// is placed (e.g. to partition the LLC).
+func (r *Runner) measureWith(app sim.Workload, bg []sim.Workload, bgCores [][]int, setup func(m *sim.Machine, app sim.ID, bg []sim.ID) error) (float64, error) {
 	m, err := sim.New(r.Profile, sim.Options{Seed: r.Seed, Noise: r.Noise})
 	if err != nil {
 		return 0, err
@@ -78,9 +84,15 @@ func (r *Runner) measure(app sim.Workload, bg []sim.Workload, bgCores [][]int) (
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", app.Name, err)
 	}
+	bgIDs := make([]sim.ID, len(bg))
 	for i, w := range bg {
-		if _, err := m.AddWorkload(w, bgCores[i]); err != nil {
+		if bgIDs[i], err = m.AddWorkload(w, bgCores[i]); err != nil {
 			return 0, fmt.Errorf("%s on cores %v: %w", w.Name, bgCores[i], err)
+		}
+	}
+	if setup != nil {
+		if err := setup(m, id, bgIDs); err != nil {
+			return 0, err
 		}
 	}
 	m.Step(r.Warmup)

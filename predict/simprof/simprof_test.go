@@ -1,6 +1,8 @@
 package simprof
 
 import (
+	"fmt"
+	"math"
 	"testing"
 
 	"colo/predict"
@@ -153,5 +155,40 @@ func TestSimThreeWayReduction(t *testing.T) {
 	}
 	if mb, note := predict.CombineScores([]float64{8, 4}, 112); mb != 12 || note != "" {
 		t.Fatal("sum")
+	}
+}
+
+// The accuracy table on sim: deterministic by seed; under disjoint partitions the
+// prediction (per-ways curve × Bubble-Up at the overlapping pressure) is within 1 pp for
+// every pair, since the simulator couples disjoint partitions only through bandwidth.
+func TestAccuracyTable(t *testing.T) {
+	names := []string{"cpu", "neighbor:12M", "mlr:8M", "mload:60M", "table:mcf06"}
+	run := func() Accuracy {
+		r, err := NewRunner("icx-4314-2s", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := r.Accuracy(names, AccuracyDials, 6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a, b := run(), run()
+	if len(a.Pairs) != 20 || fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("%d pairs; same seed, different tables", len(a.Pairs))
+	}
+	if a.Partitioned.MeanAbs > 1 || math.Abs(a.Partitioned.Max) > 1 || math.Abs(a.Partitioned.Min) > 1 {
+		t.Errorf("partitioned errors %+v", a.Partitioned)
+	}
+	t.Logf("unpartitioned %+v", a.Unpartitioned)
+	for _, p := range a.Pairs {
+		if p.App == "neighbor:12M" && p.PartMeasured > 0.9 {
+			t.Errorf("neighbor:12M in 6 of 12 ways (12 MB) measured %.3f: it should lose its cache", p.PartMeasured)
+		}
+	}
+	r, _ := NewRunner("icx-4314-2s", 3)
+	if _, err := r.Accuracy(names, AccuracyDials, 12); err == nil {
+		t.Error("a partition of every way accepted")
 	}
 }
