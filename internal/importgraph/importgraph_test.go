@@ -15,7 +15,7 @@ import (
 
 // pure are the core packages (a trailing /... takes the subpackages too).
 var pure = []string{"colo/sched", "colo/policy/...", "colo/probe", "colo/predict", "colo/metric", "colo/perfmodel", "colo/cbm",
-	"colo/resctrl/plan", "colo/perfmetric"} // the group planner is pure although it lives under resctrl
+	"colo/resctrl/plan", "colo/perfmetric", "colo/agent/profiling"} // the group planner is pure although it lives under resctrl
 
 // io are the packages the core must not reach, directly or not (with subpackages).
 var io = []string{"colo/sim", "colo/stress", "colo/runtime", "colo/platform", "colo/perf", "colo/store", "colo/resctrl",
