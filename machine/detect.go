@@ -37,7 +37,12 @@ const DefaultMemBWPerSocketMBps = 20000
 // (DefaultMemBWPerSocketMBps), LLC slices (one per core of the domain, seed000.md §7.1)
 // and the clock when cpufreq is absent.
 func Detect(sysfsRoot, resctrlRoot string) (*Profile, error) {
-	cpuDir := filepath.Join(sysfsRoot, "devices", "system", "cpu")
+	return DetectDirs(filepath.Join(sysfsRoot, "devices", "system", "cpu"), resctrlRoot)
+}
+
+// DetectDirs is Detect with the CPU directory given directly (a capture's DIR/cpu, a
+// copy of /sys/devices/system/cpu).
+func DetectDirs(cpuDir, resctrlRoot string) (*Profile, error) {
 	cpus, err := onlineCPUs(cpuDir)
 	if err != nil {
 		return nil, err
@@ -107,7 +112,7 @@ func Detect(sysfsRoot, resctrlRoot string) (*Profile, error) {
 	}
 	p.Description += "; assumed: " + strings.Join(assumed, ", ")
 	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("detected topology under %s is inconsistent: %w", sysfsRoot, err)
+		return nil, fmt.Errorf("detected topology under %s is inconsistent: %w", cpuDir, err)
 	}
 	return p, nil
 }

@@ -18,7 +18,7 @@ import (
 
 func init() {
 	var asJSON bool
-	var resctrlRoot string
+	var resctrlRoot, fromTree string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this host for colo: Docker, cgroups, perf counters, resctrl, CPU frequency, SMT, huge pages",
@@ -30,6 +30,9 @@ governor and turbo (turbo on raised the median slowdown-prediction error from 0.
 		Example: "  colo doctor\n  colo doctor --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fromTree != "" {
+				return doctorTree(cmd, fromTree, asJSON)
+			}
 			checks := runDoctor(cmd.Context(), resctrlRoot)
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -48,6 +51,7 @@ governor and turbo (turbo on raised the median slowdown-prediction error from 0.
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	cmd.Flags().StringVar(&fromTree, "from-tree", "", "check a captured host (colo resctrl capture DIR) instead of this one: its resctrl shape only")
 	cmd.Flags().StringVar(&resctrlRoot, "resctrl-root", "", "resctrl mount to check (default $COLO_RESCTRL_ROOT or /sys/fs/resctrl)")
 	rootCmd.AddCommand(cmd)
 }

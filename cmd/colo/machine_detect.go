@@ -2,8 +2,10 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"colo/machine"
+	"colo/resctrl/emu"
 
 	"github.com/spf13/cobra"
 )
@@ -15,7 +17,7 @@ func init() {
 	if err != nil || mc == rootCmd {
 		panic("machine_detect.go: the machine command is not registered")
 	}
-	var sysfs, resctrl, cpuinfo string
+	var sysfs, resctrlDir, cpuinfo, fromTree string
 	var asJSON bool
 	detect := &cobra.Command{
 		Use:   "detect",
@@ -26,12 +28,31 @@ sysfs and is assumed; the description says what was assumed.`,
 		Example: "  colo machine detect\n  colo machine detect --json --sysfs /host/sys --resctrl /host/sys/fs/resctrl",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := os.Stat(sysfs); err != nil {
-				return badInputf("--sysfs %s: %v (give the sysfs mount point, e.g. /sys)", sysfs, err)
-			}
-			p, err := machine.Detect(sysfs, resctrl)
-			if err != nil {
-				return err
+			var p *machine.Profile
+			var err error
+			if fromTree != "" {
+				// a capture: DIR/cpu, DIR/resctrl (or DIR itself), DIR/cpuinfo
+				root, terr := emu.TreeRoot(fromTree)
+				if terr != nil {
+					return badInput(terr)
+				}
+				if _, err := emu.ProfileFromTree(fromTree); err != nil {
+					return badInput(err)
+				}
+				if p, err = machine.DetectDirs(filepath.Join(fromTree, "cpu"), root); err != nil {
+					return badInputf("--from-tree %s: %v (a capture has DIR/cpu: colo resctrl capture writes it)", fromTree, err)
+				}
+				if !cmd.Flags().Changed("cpuinfo") {
+					cpuinfo = filepath.Join(fromTree, "cpuinfo")
+				}
+				p.Source = "captured tree " + fromTree
+			} else {
+				if _, err := os.Stat(sysfs); err != nil {
+					return badInputf("--sysfs %s: %v (give the sysfs mount point, e.g. /sys)", sysfs, err)
+				}
+				if p, err = machine.Detect(sysfs, resctrlDir); err != nil {
+					return err
+				}
 			}
 			if name := machine.CPUModel(cpuinfo); name != "" {
 				p.CPU = name // sysfs does not name the CPU; /proc/cpuinfo does
@@ -40,7 +61,8 @@ sysfs and is assumed; the description says what was assumed.`,
 		},
 	}
 	detect.Flags().StringVar(&sysfs, "sysfs", "/sys", "sysfs mount point")
-	detect.Flags().StringVar(&resctrl, "resctrl", "/sys/fs/resctrl", "resctrl mount point (absent: no CAT/MBA)")
+	detect.Flags().StringVar(&fromTree, "from-tree", "", "describe a captured host (colo resctrl capture DIR) instead of this one")
+	detect.Flags().StringVar(&resctrlDir, "resctrl", "/sys/fs/resctrl", "resctrl mount point (absent: no CAT/MBA)")
 	detect.Flags().StringVar(&cpuinfo, "cpuinfo", "/proc/cpuinfo", "cpuinfo file naming the CPU model")
 	jsonFlag(detect.Flags(), &asJSON)
 	mc.AddCommand(detect)

@@ -224,9 +224,9 @@ unless --foreign is given.`,
 		},
 	}
 
-	var profile, mountDir string
+	var profile, mountDir, fromTree string
 	emulate := &cobra.Command{
-		Use:   "emulate --profile NAME --mount DIR",
+		Use:   "emulate (--profile NAME | --from-tree DIR) --mount DIR",
 		Short: "Mount the validating resctrl emulator at DIR through FUSE (until Ctrl-C)",
 		Long: `Serves an emulated resctrl filesystem at DIR. It accepts and rejects writes exactly as
 the kernel's resctrl does for the chosen platform (errno and info/last_cmd_status),
@@ -234,24 +234,41 @@ so scripts, the colo client and third-party tools can be tested without RDT.
 
 Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 "colo machine list" with optional variants: NAME+cdp, +nomba, +mbps, +smba, +nomon,
-+unpadded, +l2 (comma separated, e.g. skx-6138+cdp,mbps).`,
++unpadded, +l2 (comma separated, e.g. skx-6138+cdp,mbps).
+
+--from-tree DIR serves a captured host instead (colo resctrl capture DIR, or a plain
+cp -r /sys/fs/resctrl DIR/resctrl): its resources, domain ids, masks, modes, CLOSID and
+RMID counts, groups, tasks and counters as captured, with the kernel's rules for that
+hardware. A tree colo cannot model is refused with the file named.`,
 		Example: `  mkdir -p /tmp/resctrl && colo resctrl emulate --profile amd --mount /tmp/resctrl &
+  colo resctrl emulate --from-tree bug-1234/ --mount /tmp/resctrl &
   echo 'L3:0=f0f' > /tmp/resctrl/schemata      # sparse masks are fine on AMD`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if mountDir == "" {
 				return badInputf("--mount DIR is required (an existing empty directory)")
 			}
-			p, err := emu.NamedProfile(profile)
-			if err != nil {
-				return badInput(err)
+			var e *emu.Emulator
+			var err error
+			if fromTree != "" {
+				if cmd.Flags().Changed("profile") {
+					return badInputf("--profile and --from-tree exclude each other")
+				}
+				if e, err = emu.LoadTree(fromTree, emu.Options{PIDExists: emu.HostPIDExists}); err != nil {
+					return badInput(err)
+				}
+			} else {
+				p, err := emu.NamedProfile(profile)
+				if err != nil {
+					return badInput(err)
+				}
+				if e, err = emu.New(p, emu.Options{PIDExists: emu.HostPIDExists}); err != nil {
+					return badInput(err)
+				}
 			}
+			p := e.Profile()
 			if err := prepareMount(mountDir, cmd.ErrOrStderr()); err != nil {
 				return err
-			}
-			e, err := emu.New(p, emu.Options{PIDExists: emu.HostPIDExists})
-			if err != nil {
-				return badInput(err)
 			}
 			m, err := emu.Mount(e, mountDir)
 			if err != nil {
@@ -272,6 +289,36 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 	}
 	emulate.Flags().StringVar(&profile, "profile", "intel", "emulated platform")
 	emulate.Flags().StringVar(&mountDir, "mount", "", "directory to mount on")
+	emulate.Flags().StringVar(&fromTree, "from-tree", "", "serve a captured tree (colo resctrl capture DIR, or DIR/resctrl copied with cp -r)")
+
+	capture := &cobra.Command{
+		Use:   "capture DIR",
+		Short: "Snapshot this host's resctrl tree and CPU topology into DIR for a bug report",
+		Long: `Writes DIR/resctrl (every file of the resctrl mount: info, every group's schemata,
+mode, size, tasks, cpus, mon_data), DIR/cpu (the topology and cache files of
+/sys/devices/system/cpu), DIR/cpuinfo, DIR/cmdline, DIR/version, DIR/mounts (the resctrl
+lines) and DIR/errors (files that could not be read). Attach DIR (tar it) to a bug report;
+"colo resctrl emulate --from-tree DIR", "colo machine detect --from-tree DIR" and
+"colo doctor --from-tree DIR" replay it. docs/resctrl.md describes the format.`,
+		Example: `  colo resctrl capture /tmp/myhost && tar czf myhost.tgz -C /tmp myhost`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sysCPU := "/sys/devices/system/cpu"
+			if d := os.Getenv("COLO_CPU_DIR"); d != "" {
+				sysCPU = d
+			}
+			if err := resctrl.Capture(args[0], resctrl.ResolveRoot(root), sysCPU, "/proc"); err != nil {
+				return err
+			}
+			b, _ := os.ReadFile(args[0] + "/errors")
+			unread := strings.Fields(strings.TrimSpace(string(b)))
+			res := map[string]any{"dir": args[0], "root": resctrl.ResolveRoot(root), "unreadable": strings.Count(strings.TrimSpace(string(b)), "\n") + min(1, len(unread))}
+			return out(cmd, res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "captured %s into %s (%d files unreadable, listed in %s/errors)\n", res["root"], args[0], res["unreadable"], args[0])
+				return err
+			})
+		},
+	}
 	emulate.Annotations = signalIsStop // a server: Ctrl-C unmounts and stops it, exit 0
 
 	reconcile := reconcileCmd(&root, out)
@@ -279,7 +326,7 @@ Profiles: ` + strings.Join(emu.ProfileNames(), ", ") + `, or any machine of
 	for _, c := range []*cobra.Command{set, assign} {
 		c.Flags().BoolVar(&foreign, "foreign", false, "allow changing groups that are not colo's (no colo. prefix) and the default group")
 	}
-	rc.AddCommand(info, ls, show, set, assign, mon, reconcile, emulate)
+	rc.AddCommand(info, ls, show, set, assign, mon, reconcile, emulate, capture)
 	rootCmd.AddCommand(rc)
 }
 

@@ -98,6 +98,9 @@ type Profile struct {
 	// means none. mon_data/mon_L3_XX then holds mon_sub_L3_YY per node and its files
 	// read the sum; allocation still applies per L3 instance.
 	SNC int
+	// Sockets is the number of packages the L3 domains are spread over (0 means 1); it
+	// shapes the topology WriteCPUDir writes, not the resctrl files.
+	Sockets int
 	// ReverseSchemata: schemata and size list the resources in reverse (SMBA, MB, L3),
 	// as the kernel of libvirt's captured AMD tree prints them.
 	ReverseSchemata bool
@@ -265,10 +268,11 @@ func ProfileFromMachine(m *machine.Profile, variant string) (*Profile, error) {
 		return nil, fmt.Errorf("emu: nil machine profile")
 	}
 	p := &Profile{
-		Name:   m.Name,
-		Vendor: m.Vendor,
-		CPUs:   m.Cores() * max(m.ThreadsPerCore, 1),
-		Padded: true,
+		Name:    m.Name,
+		Vendor:  m.Vendor,
+		CPUs:    m.Cores() * max(m.ThreadsPerCore, 1),
+		Padded:  true,
+		Sockets: m.Sockets,
 		// INTEL_BROADWELL_X (model 0x4F) is Broadwell-EP/EX: Xeon E5 v4 and E7 v4
 		PseudoLock: m.Vendor == machine.Intel && (strings.Contains(m.CPU, "Xeon E5-") || strings.Contains(m.CPU, "Xeon E7-")) &&
 			strings.HasSuffix(m.CPU, " v4"),

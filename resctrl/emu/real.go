@@ -47,7 +47,7 @@ func amdGenoa() *Profile {
 func amdGap() *Profile {
 	ids := append(evenIDs(8, 1), 16, 17, 18, 19, 20, 21, 22, 23)
 	return &Profile{
-		Name: "amd-gap", Vendor: machine.AMD, CPUs: 128, Padded: true,
+		Name: "amd-gap", Vendor: machine.AMD, CPUs: 128, Padded: true, Sockets: 2,
 		L3: &CacheRes{Level: 3, Domains: 16, IDs: ids, CBMLen: 16, Sparse: true,
 			NumCLOSIDs: 16, SizeBytes: 32 << 20, CDPCapable: true},
 		MB: amdBW(ids, 16),
@@ -64,7 +64,7 @@ func amdGap() *Profile {
 // illustrative.
 func intelSNC2() *Profile {
 	return &Profile{
-		Name: "intel-snc2", Vendor: machine.Intel, CPUs: 64, Padded: true, SNC: 2,
+		Name: "intel-snc2", Vendor: machine.Intel, CPUs: 64, Padded: true, SNC: 2, Sockets: 2,
 		L3: &CacheRes{Level: 3, Domains: 2, CBMLen: 15, MinCBMBits: 1, Sparse: true,
 			NumCLOSIDs: 16, SizeBytes: 60 << 20, CDPCapable: true},
 		MB: &BWRes{Domains: 2, Min: 10, Max: 100, Gran: 10, DelayLinear: true, ThrottleMode: "per-thread",
@@ -80,7 +80,7 @@ func intelSNC2() *Profile {
 // MBA 10..100 step 10; 176 RMIDs is illustrative.
 func intel6252N() *Profile {
 	return &Profile{
-		Name: "intel-6252n", Vendor: machine.Intel, CPUs: 96, Padded: true,
+		Name: "intel-6252n", Vendor: machine.Intel, CPUs: 96, Padded: true, Sockets: 2,
 		L3: &CacheRes{Level: 3, Domains: 2, CBMLen: 11, MinCBMBits: 1, NumCLOSIDs: 16,
 			SizeBytes: 35_651_584 + 786_432, CDPCapable: true},
 		MB: &BWRes{Domains: 2, Min: 10, Max: 100, Gran: 10, DelayLinear: true, ThrottleMode: "per-thread",
