@@ -62,6 +62,13 @@ type Host interface {
 	Forget(c Container)
 }
 
+// Profiler is the online-profiling hook: after each tick it gets the status (every
+// managed container, cons[i] the container behind st.Containers[i]) and fills the profile
+// fields, predictions and ProfileRuns. It must not block: measurements run elsewhere.
+type Profiler interface {
+	Annotate(st *Status, cons []Container)
+}
+
 // Options configure an Agent.
 type Options struct {
 	Machine   *machine.Profile
@@ -81,6 +88,9 @@ type Options struct {
 	// Predictor, when set, predicts each container's slowdown from Bubble-Up profiles
 	// (colo agent --profiles).
 	Predictor *Predictor
+	// Profiler, when set, profiles containers online and fills their profile fields
+	// (colo agent --profile; agent/profiler.Manager).
+	Profiler Profiler
 	// StateDir holds the mount's journal (dead instances are undone at start).
 	StateDir string
 	Log      *slog.Logger

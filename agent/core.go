@@ -25,6 +25,12 @@ type Container struct {
 	// where the shell reads the container's threads and CPU time.
 	CgroupDirs map[string]string `json:"-"`
 	CgroupV    int               `json:"-"`
+	// Digest is the image's content digest (Docker's image ID), Command its entrypoint
+	// and arguments, CPUs its CPU limit (0 none): what keys its online profile
+	// (tenantprofile.Key).
+	Digest  string   `json:"digest,omitempty"`
+	Command []string `json:"command,omitempty"`
+	CPUs    float64  `json:"cpus,omitempty"`
 }
 
 // Member states.

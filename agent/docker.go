@@ -129,7 +129,11 @@ func (d *Docker) inspect(ctx context.Context, cli *client.Client, id string) (Co
 	if c.Config.Labels[rt.LabelOwner] == rt.OwnerValue {
 		return Container{}, false
 	}
-	ct := Container{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), Image: c.Config.Image, Labels: c.Config.Labels, PID: c.State.Pid}
+	ct := Container{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), Image: c.Config.Image, Labels: c.Config.Labels, PID: c.State.Pid,
+		Digest: c.Image, Command: append(append([]string(nil), c.Config.Entrypoint...), c.Config.Cmd...)}
+	if c.HostConfig != nil {
+		ct.CPUs = float64(c.HostConfig.NanoCPUs) / 1e9
+	}
 	cg, err := rt.CgroupOfPID(c.State.Pid)
 	if err != nil {
 		if d.Log != nil {

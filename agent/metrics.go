@@ -44,6 +44,14 @@ var (
 		"The container's colo.io/target-ipce (absent without one).", cl, nil)
 	descSlowdown = prometheus.NewDesc("colo_predicted_slowdown",
 		"Predicted slowdown t/t_isolated of the container next to the other containers of its socket, from the Bubble-Up profiles of --profiles (absent without a profile for its image).", cl, nil)
+	descMeasured = prometheus.NewDesc("colo_measured_slowdown",
+		"Measured slowdown of the container: its colo.io/perf-metric at the isolated baseline of its online profile over now (colo agent --profile).", cl, nil)
+	descPredErr = prometheus.NewDesc("colo_prediction_error",
+		"Predicted minus measured normalised performance of the container, in percentage points of its isolated performance (thesis Eq. 7.1; positive: too optimistic).", cl, nil)
+	descProfile = prometheus.NewDesc("colo_container_profile",
+		"1 for the container's online profile state (none, queued, profiling, profiled, refused) and key.", append(cl, "state", "key"), nil)
+	descProfileRuns = prometheus.NewDesc("colo_profile_runs_total",
+		"Online profiling runs by outcome (profiled, refused: too noisy or no progress, aborted: a priority neighbour fell below its target, failed).", []string{"outcome"}, nil)
 	descDecisions = prometheus.NewDesc("colo_policy_decisions_total",
 		"Decisions of the policy by kind (place, reject, allocate, migrate, probe).", []string{"policy", "kind"}, nil)
 	descIgnored = prometheus.NewDesc("colo_policy_decisions_ignored_total",
@@ -70,7 +78,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOcc, descMBM, descMBMLocal, descClass, descWays, descMBA, descCPU,
-		descIPC, descIPCE, descThreads, descMon, descTarget, descSlowdown, descDecisions, descIgnored, descProbes, descLabelErr,
+		descIPC, descIPCE, descThreads, descMon, descTarget, descSlowdown, descMeasured, descPredErr, descProfile, descProfileRuns, descDecisions, descIgnored, descProbes, descLabelErr,
 		descCounts, descDefault, descUp, descRdt, descTicks, descTick, descManaged} {
 		ch <- d
 	}
@@ -120,6 +128,20 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if cs.PredictedSlowdown != nil {
 			g(descSlowdown, *cs.PredictedSlowdown, l...)
+		}
+		if cs.MeasuredSlowdown != nil {
+			g(descMeasured, *cs.MeasuredSlowdown, l...)
+		}
+		if cs.PredictionError != nil {
+			g(descPredErr, *cs.PredictionError, l...)
+		}
+		if cs.ProfileState != "" {
+			g(descProfile, 1, append(l, cs.ProfileState, cs.ProfileKey)...)
+		}
+	}
+	if st.ProfileRuns != nil {
+		for _, k := range []string{"profiled", "refused", "aborted", "failed"} {
+			n(descProfileRuns, float64(st.ProfileRuns[k]), k)
 		}
 	}
 	for _, k := range Classes {

@@ -57,6 +57,16 @@ type ContainerStatus struct {
 	Profile           string   `json:"profile,omitempty"`
 	PredictedSlowdown *float64 `json:"predicted_slowdown,omitempty"`
 	PredictionNote    string   `json:"prediction_note,omitempty"`
+	// Online profiling (colo agent --profile): ProfileKey is its tenantprofile key,
+	// ProfileState none, queued, profiling, profiled or refused (ProfileReason why);
+	// MeasuredSlowdown its performance at its isolated baseline over now (from its
+	// colo.io/perf-metric) and PredictionError predicted − measured normalised
+	// performance in pp (thesis Eq. 7.1).
+	ProfileKey       string   `json:"profile_key,omitempty"`
+	ProfileState     string   `json:"profile_state,omitempty"`
+	ProfileReason    string   `json:"profile_reason,omitempty"`
+	MeasuredSlowdown *float64 `json:"measured_slowdown,omitempty"`
+	PredictionError  *float64 `json:"prediction_error,omitempty"`
 }
 
 // Status is the agent's state (/api/v1/status).
@@ -83,6 +93,9 @@ type Status struct {
 	TickSeconds float64   `json:"tick_seconds"`
 	Updated     time.Time `json:"updated"`
 	Notes       []string  `json:"notes"`
+	// ProfileRuns counts online profiling runs by outcome (profiled, refused, aborted,
+	// failed); nil without --profile.
+	ProfileRuns map[string]int `json:"profile_runs,omitempty"`
 }
 
 func ptr(v float64) *float64 {
@@ -105,6 +118,7 @@ func (a *Agent) snapshot(took time.Duration) Status {
 	for s, v := range a.def {
 		st.DefaultMasks[fmt.Sprint(s)] = fmt.Sprintf("%#x", v)
 	}
+	var cons []Container // parallel to st.Containers
 	for _, mb := range a.core.Members() {
 		l := a.live[mb.ID]
 		if l == nil {
@@ -149,9 +163,13 @@ func (a *Agent) snapshot(took time.Duration) Status {
 			}
 		}
 		st.Containers = append(st.Containers, cs)
+		cons = append(cons, mb.Container)
 	}
 	if a.o.Predictor != nil {
 		a.o.Predictor.predictions(st.Containers)
+	}
+	if a.o.Profiler != nil {
+		a.o.Profiler.Annotate(&st, cons)
 	}
 	a.mu.Lock()
 	st.RuntimeConnected, st.RuntimeError = a.runtime.up, a.runtime.err

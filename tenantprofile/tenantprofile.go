@@ -145,7 +145,7 @@ func (s Store) All() ([]Profile, error) {
 	}
 	var out []Profile
 	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") || e.Name() == reporterFile {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(s.Dir, e.Name()))

@@ -43,6 +43,7 @@ type agentFlags struct {
 	nriSocket   string
 	selectTerms []string
 	process     processFlags
+	prof        profileFlags
 }
 
 func init() {
@@ -84,7 +85,9 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringArrayVar(&f.selectTerms, "select", nil, "manage only containers with this label, KEY or KEY=VALUE (repeat: all must match; default every container)")
 	addProcessFlags(fl, &f.process)
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
+	addProfileFlags(fl, &f.prof)
 	cmd.AddCommand(agentStatusCmd())
+	cmd.AddCommand(agentProfilesCmd())
 	cmd.Annotations = signalIsStop // a daemon: SIGTERM is its normal stop, exit 0
 	rootCmd.AddCommand(cmd)
 }
@@ -210,13 +213,21 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
-		Host:     &agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
-		Interval: f.interval, MonInterval: f.monInterval, Select: sel, Predictor: pred, StateDir: f.stateDir, Log: log})
+	prof, err := agentProfiler(f, m, log)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: agent.Handler(a.Status, 10*f.interval+5*time.Second), ReadHeaderTimeout: 5 * time.Second}
+	ao := agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
+		Host:     &agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
+		Interval: f.interval, MonInterval: f.monInterval, Select: sel, Predictor: pred, StateDir: f.stateDir, Log: log}
+	if prof != nil {
+		ao.Profiler = prof
+	}
+	a, err := agent.New(ao)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: agentHandler(a.Status, 10*f.interval+5*time.Second, prof), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	if ctx == nil {
 		ctx = context.Background()
@@ -226,6 +237,11 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	defer stop()
 	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "select", sel.String(), "resctrl", root,
 		"listen", ln.Addr().String(), "instance", instance, "journal", jr.Record().File(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable), "counters", counters)
+	if prof != nil {
+		pctx, pstop := context.WithCancel(ctx)
+		defer pstop()
+		go prof.Run(pctx)
+	}
 	err = a.Run(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	srv.Shutdown(sctx)

@@ -28,6 +28,7 @@ var noResults = map[string]string{
 	"colo report":                "writes an HTML file",
 	"colo image build":           "builds a Docker image",
 	"colo agent":                 "a daemon; its state is `colo agent status --json` and /api/v1/status",
+	"colo agent profiles export": "writes a colo predict data directory",
 	"colo stress serve":          "a daemon; its results are its /metrics histogram",
 	"colo top":                   "a live view of the agent; the same data is `colo agent status --json`",
 }
@@ -65,6 +66,7 @@ var jsonRuns = []struct {
 	{"colo resctrl mon", []string{"resctrl", "--root", "ROOT", "mon", "colo.json", "--json"}},
 	{"colo resctrl reconcile", []string{"resctrl", "--root", "ROOT", "reconcile", "--state-dir", "STATE", "--json"}},
 	{"colo cleanup", []string{"cleanup", "--state-dir", "STATE", "--json"}},
+	{"colo agent profiles", []string{"agent", "profiles", "--state-dir", "STATE", "--json"}},
 }
 
 // leaves lists every runnable command by its full path ("colo machine list").
