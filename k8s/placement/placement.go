@@ -9,7 +9,6 @@
 package placement
 
 import (
-	"fmt"
 	"hash/fnv"
 	"math"
 	"sort"
@@ -61,7 +60,9 @@ func (t Tenant) PerfNextTo(sumMB float64) float64 {
 	if !t.Known || len(t.Dials) == 0 || sumMB <= 0 {
 		return 1
 	}
-	mb, _ := predict.CombineScores([]float64{sumMB}, t.Dials[len(t.Dials)-1])
+	// predict.CombineScores' saturation at the last dial, without building its note (the
+	// scheduler calls this for every resident of every node: no allocation here).
+	mb := math.Min(sumMB, t.Dials[len(t.Dials)-1])
 	p, err := predict.Predict(predict.Curve{Name: t.Name, Dials: t.Dials, Perf: t.Slowdown}, mb, predict.MethodLinear)
 	if err != nil { // cannot happen for the linear method
 		return 1
@@ -95,29 +96,8 @@ type Eval struct {
 // Evaluate predicts what placing p next to residents costs. An unknown pod costs 0 (the
 // caller scores it neutrally).
 func Evaluate(residents []Tenant, p Tenant) Eval {
-	sum := 0.0
-	for _, r := range residents {
-		sum += r.score()
-	}
-	e := Eval{PodPerf: p.PerfNextTo(sum)}
-	if p.Known {
-		e.Cost += Weight(p.Class) * (1/e.PodPerf - 1)
-	}
-	if p.Class == "priority" && p.Target > 0 && e.PodPerf < p.Target {
-		e.Violation = fmt.Sprintf("%s (priority) would run at %.3f of isolated performance, below its target %.3g", p.Name, e.PodPerf, p.Target)
-	}
-	ps := p.score()
-	for _, r := range residents {
-		if !r.Known {
-			continue
-		}
-		before := r.PerfNextTo(sum - r.score())
-		after := r.PerfNextTo(sum - r.score() + ps)
-		e.Cost += Weight(r.Class) * (1/after - 1/before)
-		if e.Violation == "" && r.Class == "priority" && r.Target > 0 && after < r.Target && after < before {
-			e.Violation = fmt.Sprintf("resident %s (priority) would drop to %.3f of isolated performance, below its target %.3g", r.Name, after, r.Target)
-		}
-	}
+	s := newSocket(0, 0, residents)
+	e, _ := s.eval(p, true)
 	return e
 }
 
@@ -176,7 +156,7 @@ func NodeScores(names []string, costs []float64, known []bool, seed uint64) []in
 	}
 	best := idx[0]
 	for _, i := range idx[1:] {
-		if costs[i] < costs[best] || costs[i] == costs[best] && less(seed, names[i], names[best]) {
+		if costs[i] < costs[best] || costs[i] == costs[best] && Less(seed, names[i], names[best]) {
 			best = i
 		}
 	}
@@ -193,7 +173,8 @@ func NodeScores(names []string, costs []float64, known []bool, seed uint64) []in
 	return out
 }
 
-func less(seed uint64, a, b string) bool {
+// Less orders two node names by Tiebreak (then by name): the order among nodes of equal cost.
+func Less(seed uint64, a, b string) bool {
 	ha, hb := Tiebreak(seed, a), Tiebreak(seed, b)
 	if ha != hb {
 		return ha < hb
@@ -212,7 +193,7 @@ func Rank(names []string, costs []float64, seed uint64) []int {
 		if costs[i] != costs[j] {
 			return costs[i] < costs[j]
 		}
-		return less(seed, names[i], names[j])
+		return Less(seed, names[i], names[j])
 	})
 	return idx
 }

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -193,5 +194,52 @@ func BenchmarkEvaluate4Residents(b *testing.B) {
 	p := l.Tenant("p", "batch", 0, "620.omnetpp_s")
 	for b.Loop() {
 		Evaluate(res, p)
+	}
+}
+
+// NodeModel.Best agrees with Evaluate socket by socket, and allocates nothing.
+func TestNodeModelMatchesEvaluate(t *testing.T) {
+	lib, err := LoadLibrary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := lib.Names()
+	var ts []Tenant
+	var socks []int
+	var milli []int64
+	classes := []string{"priority", "batch", "best-effort"}
+	for i := range 9 {
+		tt := lib.Tenant(fmt.Sprintf("r%d", i), classes[i%3], 0, names[(5*i)%len(names)])
+		if tt.Class == "priority" {
+			tt.Target = 0.85
+		}
+		ts, socks, milli = append(ts, tt), append(socks, i%2), append(milli, 1000)
+	}
+	m := NewNodeModel(2, 8000, ts, socks, milli)
+	for _, n := range names {
+		p := lib.Tenant("p", "priority", 0.8, n)
+		sock, cost, ok := m.Best(p, 1000)
+		wantSock, wantCost := -1, 0.0
+		for s := range 2 {
+			var res []Tenant
+			for i := range ts {
+				if socks[i] == s {
+					res = append(res, ts[i])
+				}
+			}
+			if e := Evaluate(res, p); e.Violation == "" && (wantSock < 0 || e.Cost < wantCost) {
+				wantSock, wantCost = s, e.Cost
+			}
+		}
+		if sock != wantSock || ok != (wantSock >= 0) || math.Abs(cost-wantCost) > 1e-12 {
+			t.Errorf("%s: Best %d %v %v, Evaluate per socket %d %v", n, sock, cost, ok, wantSock, wantCost)
+		}
+		if !ok && m.Why(p, 1000) == "" {
+			t.Errorf("%s: no reason", n)
+		}
+	}
+	p := lib.Tenant("p", "batch", 0, names[0])
+	if a := testing.AllocsPerRun(100, func() { m.Best(p, 1000) }); a != 0 {
+		t.Errorf("Best allocates %v times", a)
 	}
 }
