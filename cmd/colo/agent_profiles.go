@@ -49,6 +49,7 @@ type profileFlags struct {
 	threshold float64
 	window    int
 	node      bool
+	retry     time.Duration
 }
 
 func addProfileFlags(fl *pflag.FlagSet, p *profileFlags) {
@@ -61,6 +62,7 @@ func addProfileFlags(fl *pflag.FlagSet, p *profileFlags) {
 	fl.Float64Var(&p.maxSpread, "profile-max-spread", 0.1, "refuse a profile whose repeats or baselines spread more than this (0.1 = 10 %)")
 	fl.Float64Var(&p.threshold, "profile-error-pp", 10, "re-profile when the prediction error stays beyond this many pp …")
 	fl.IntVar(&p.window, "profile-error-window", 30, "… for this many intervals")
+	fl.DurationVar(&p.retry, "profile-retry", 5*time.Minute, "wait this long before profiling a refused or aborted tenant again")
 	fl.BoolVar(&p.node, "profile-node", false, "this node is labelled for profiling: priority tenants may be profiled too (if in --profile-classes)")
 }
 
@@ -95,7 +97,7 @@ func agentProfiler(f agentFlags, m *machine.Profile, log *slog.Logger) (*profile
 		Plan:    profiling.Plan{Dials: dials, Repeats: p.repeats, MaxSpread: p.maxSpread},
 		Policy:  profiling.Policy{Classes: p.classes, NodeForPriority: p.node},
 		Segment: p.segment, Interval: f.interval, Check: profiling.Check{Threshold: p.threshold, Window: p.window},
-		CPUs: cpus, Log: log})
+		CPUs: cpus, RetryAfter: p.retry, Log: log})
 }
 
 // agentHandler is the agent's HTTP API plus GET /api/v1/profiles when profiling.
