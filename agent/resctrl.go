@@ -27,7 +27,7 @@ type Resctrl struct {
 	// and open/close of every read
 	open map[string]*os.File
 	buf  []byte
-	// Domains, when > 0, limits monitoring reads to L3 domains 0..Domains-1: the
+	// Domains, when > 0, limits monitoring reads to the first Domains L3 domains: the
 	// machine the agent manages (an emulator mount may show more domains than this host
 	// has sockets).
 	Domains int
@@ -79,11 +79,13 @@ func (r *Resctrl) MonData(path string) (occupancy, mbmTotal, mbmLocal uint64, er
 			return 0, 0, 0, err
 		}
 		var files []string
+		k := 0 // the domain's index: ids have gaps on real parts (mon_L3_16 may be the 9th)
 		for _, d := range doms {
 			if !strings.HasPrefix(d, "mon_L3_") || !strings.HasSuffix(d, "/") {
 				continue
 			}
-			if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(d, "mon_L3_"), "/")); err == nil && r.Domains > 0 && n >= r.Domains {
+			k++
+			if r.Domains > 0 && k > r.Domains {
 				continue
 			}
 			for _, f := range []string{"llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"} {

@@ -18,6 +18,11 @@ type Adapter struct {
 	mb   bool
 	// closids and rmids are the mount's usable CLOSIDs and RMIDs (0: no monitoring).
 	closids, rmids int
+	// l3IDs and mbIDs are the kernel's domain ids of the L3 (L3CODE under CDP) and MB
+	// lines, ascending, as the default group's schemata lists them. colo addresses a
+	// domain by its index (the socket and CCX order of the machine), the mount by id:
+	// real parts have gaps (AMD: 0,2,…,14 or 0–7,16–23).
+	l3IDs, mbIDs []int
 }
 
 // OpenAdapter opens the resctrl mount at root (ResolveRoot applied) for a platform.
@@ -39,7 +44,46 @@ func NewAdapter(c *Client, root string) (*Adapter, error) {
 	if in.Resource("L3") == nil && !a.cdp {
 		return nil, fmt.Errorf("resctrl at %s has no L3 cache allocation (resources: %v)", root, names(in))
 	}
+	def, err := c.Schemata("")
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range def {
+		var ids []int
+		for _, v := range l.Values {
+			ids = append(ids, v.Domain)
+		}
+		switch l.Resource {
+		case "L3", "L3CODE":
+			a.l3IDs = ids
+		case "MB":
+			a.mbIDs = ids
+		}
+	}
 	return a, nil
+}
+
+// DomainIDs returns the kernel's L3 domain ids, ascending.
+func (a *Adapter) DomainIDs() []int { return append([]int(nil), a.l3IDs...) }
+
+// domainID maps colo's domain index to the kernel's id of a line's domains (an index
+// beyond the list is passed through and fails at the kernel).
+func domainID(ids []int, i int) int {
+	if i >= 0 && i < len(ids) {
+		return ids[i]
+	}
+	return i
+}
+
+// DomainIndex maps a kernel L3 domain id to colo's index (an error naming the ids the
+// mount has when it has no such domain).
+func (a *Adapter) DomainIndex(id int) (int, error) {
+	for i, x := range a.l3IDs {
+		if x == id {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("resctrl at %s has no L3 domain %d (its domain ids: %v)", a.root, id, a.l3IDs)
 }
 
 func names(in *Info) []string {
@@ -72,25 +116,27 @@ func (a *Adapter) Exists(path string) bool { return a.c.Exists(path) }
 func (a *Adapter) Root() string { return a.root }
 
 // SetSchemata sets the L3 mask (both CDP halves under CDP) and, when mba > 0, the MB
-// value of one domain, in one all-or-nothing write.
+// value of one domain (colo's index: DomainIDs gives the kernel's id), in one
+// all-or-nothing write.
 func (a *Adapter) SetSchemata(path string, domain int, mask uint64, mba int) error {
 	var s Schemata
+	id := domainID(a.l3IDs, domain)
 	if a.cdp {
-		s = s.Set("L3CODE", domain, mask).Set("L3DATA", domain, mask)
+		s = s.Set("L3CODE", id, mask).Set("L3DATA", id, mask)
 	} else {
-		s = s.Set("L3", domain, mask)
+		s = s.Set("L3", id, mask)
 	}
 	if mba > 0 {
 		if !a.mb {
 			return fmt.Errorf("resctrl at %s has no MBA; cannot set MB %d on %s", a.root, mba, path)
 		}
-		s = s.Set("MB", domain, uint64(mba))
+		s = s.Set("MB", domainID(a.mbIDs, domain), uint64(mba))
 	}
 	return a.c.SetSchemata(path, s)
 }
 
 // ReadSchemata returns the L3 mask (L3DATA under CDP) and MB value (0 without MBA) of
-// one domain.
+// one domain (colo's index).
 func (a *Adapter) ReadSchemata(path string, domain int) (mask uint64, mba int, err error) {
 	s, err := a.c.Schemata(path)
 	if err != nil {
@@ -100,11 +146,11 @@ func (a *Adapter) ReadSchemata(path string, domain int) (mask uint64, mba int, e
 	if a.cdp {
 		res = "L3DATA"
 	}
-	m, ok := s.Get(res, domain)
+	m, ok := s.Get(res, domainID(a.l3IDs, domain))
 	if !ok {
-		return 0, 0, fmt.Errorf("resctrl: %s has no %s domain %d", path, res, domain)
+		return 0, 0, fmt.Errorf("resctrl: %s has no %s domain %d (index %d)", path, res, domainID(a.l3IDs, domain), domain)
 	}
-	if v, ok := s.Get("MB", domain); ok {
+	if v, ok := s.Get("MB", domainID(a.mbIDs, domain)); ok {
 		mba = int(v)
 	}
 	return m, mba, nil

@@ -1,7 +1,9 @@
 package resctrl_test
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"colo/resctrl"
@@ -75,5 +77,47 @@ func TestAdapter(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(removed, []string{g, a.MonPath(g, g)}) || !a.Exists("theirs") {
 			t.Fatalf("%s: reconcile %v %v", prof, removed, err)
 		}
+	}
+}
+
+// TestAdapterAddressesDomainsByID: colo's domain index i is the mount's i-th domain id
+// (amd-genoa: 0,2,…,14), for the mask, the MB value and read-back; ApplyPartition takes
+// the kernel's id and refuses one the mount lacks.
+func TestAdapterAddressesDomainsByID(t *testing.T) {
+	e, err := emu.NewNamed("amd-genoa", emu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := resctrl.NewAdapter(resctrl.New(e.FS(), resctrl.Options{}), "emu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(a.DomainIDs()); got != "[0 2 4 6 8 10 12 14]" {
+		t.Fatalf("ids %s", got)
+	}
+	if err := a.CreateGroup("colo.x"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 8; i++ {
+		if err := a.SetSchemata("colo.x", i, uint64(1)<<i, 100+i); err != nil {
+			t.Fatalf("index %d: %v", i, err)
+		}
+	}
+	b, _ := e.ReadFile("colo.x/schemata")
+	if !strings.Contains(string(b), "L3:0=0001;2=0002;4=0004;6=0008;8=0010;10=0020;12=0040;14=0080") || !strings.Contains(string(b), "MB:0= 100;2= 101;4= 102") {
+		t.Fatalf("schemata %q", b)
+	}
+	if m, mb, err := a.ReadSchemata("colo.x", 7); err != nil || m != 0x80 || mb != 107 {
+		t.Fatalf("read back index 7: %#x %d %v", m, mb, err)
+	}
+	cl := []*resctrl.PartitionClass{{Mask: 0xf, Apps: []string{"a"}, Tasks: map[string][]int{"a": {}}}}
+	if _, err := a.ApplyPartition("ucp", 14, 16, cl); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := e.ReadFile("colo.part-ucp-c1/schemata"); !strings.Contains(string(b), "14=000f") {
+		t.Fatalf("partition on id 14: %q", b)
+	}
+	if _, err := a.ApplyPartition("ucp", 1, 16, cl); err == nil || !strings.Contains(err.Error(), "no L3 domain 1") {
+		t.Fatalf("id 1: %v", err)
 	}
 }

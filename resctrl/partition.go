@@ -29,7 +29,8 @@ var ErrCacheMismatch = errors.New("the mount's cache masks do not fit the decisi
 
 var unsafeGroupChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// ApplyPartition writes a static partition into the mount on L3 domain: one control group
+// ApplyPartition writes a static partition into the mount on L3 domain (the kernel's
+// domain id, as the schemata file names it): one control group
 // per class, named with the adapter's prefix as part-POLICY-cN (N the class's position,
 // from 1; a nil class is skipped), holding its mask and its applications' tasks. ways is
 // the machine the decision was made for: the mount's cache masks must have that many bits
@@ -51,6 +52,10 @@ func (a *Adapter) ApplyPartition(policy string, domain, ways int, classes []*Par
 	if r.CBMLen != ways {
 		return nil, fmt.Errorf("resctrl at %s has %d-bit cache masks, the decision's machine %d ways: %w", a.root, r.CBMLen, ways, ErrCacheMismatch)
 	}
+	idx, err := a.DomainIndex(domain) // the caller names the kernel's domain id
+	if err != nil {
+		return nil, err
+	}
 	pol := unsafeGroupChars.ReplaceAllString(strings.ToLower(strings.ReplaceAll(policy, "+", "plus")), "-")
 	var created []string
 	undo := func(err error) ([]AppliedClass, error) {
@@ -71,7 +76,7 @@ func (a *Adapter) ApplyPartition(policy string, domain, ways int, classes []*Par
 			}
 			created = append(created, p)
 		}
-		if err := a.SetSchemata(p, domain, c.Mask, 0); err != nil {
+		if err := a.SetSchemata(p, idx, c.Mask, 0); err != nil {
 			return undo(err)
 		}
 		out = append(out, AppliedClass{Group: p, Mask: c.Mask, Apps: c.Apps})
