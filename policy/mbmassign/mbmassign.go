@@ -5,12 +5,12 @@
 //
 // The rule, each period:
 //
-//	1. every priority tenant holds a counter (they are the ones whose bandwidth the
-//	   controllers act on; more priority tenants than counters is an error);
-//	2. of the R counters left, ⌊R/2⌋ go to the heaviest other tenants by their last
-//	   measured bandwidth (they dominate the memory traffic the controllers budget);
-//	3. the remaining R − ⌊R/2⌋ rotate over the other tenants, least recently measured
-//	   first (ties by name).
+//  1. every priority tenant holds a counter (they are the ones whose bandwidth the
+//     controllers act on; more priority tenants than counters is an error);
+//  2. of the R counters left, ⌊R/2⌋ go to the heaviest other tenants by their last
+//     measured bandwidth (they dominate the memory traffic the controllers budget);
+//  3. the remaining R − ⌊R/2⌋ rotate over the other tenants, least recently measured
+//     first (ties by name).
 //
 // With n tenants in step 3's pool and k = R − ⌊R/2⌋ rotating counters, every tenant is
 // measured at least once every ⌈n/k⌉ periods (least-recently-measured first: a tenant
