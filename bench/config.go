@@ -151,6 +151,25 @@ type Container struct {
 	Volumes     []string          `yaml:"volumes"`
 	Port        string            `yaml:"port"`
 	Data        *Data             `yaml:"data"`
+	// SLOms makes the container a latency-critical server (sim): its p99 latency (M/M/1 on
+	// the instructions it retires, metric.MM1P99) must stay under slo_ms; Rate is its
+	// request rate (requests/s) and RequestMInstr the instructions per request (millions).
+	SLOms         *float64 `yaml:"slo_ms"`
+	Rate          *float64 `yaml:"rate"`
+	RequestMInstr *float64 `yaml:"request_minstr"`
+	// MBAMBps asks for a memory bandwidth in MB/s, held by the MB/s loop (policy/mbps).
+	MBAMBps *float64 `yaml:"mba_mbps"`
+	// Antagonist marks the scenario's known cause of interference (scores a guard's
+	// blame; never shown to a scheduler).
+	Antagonist bool `yaml:"antagonist"`
+	// Phases replace workload: the models run in turn, for their seconds each, looping.
+	Phases []PhaseSpec `yaml:"phases"`
+}
+
+// PhaseSpec is one phase of a container (sim): a workload model for For seconds.
+type PhaseSpec struct {
+	Workload string  `yaml:"workload"`
+	For      float64 `yaml:"for"`
 }
 
 // Arrival is the generated-trace block (Listing 4.3).

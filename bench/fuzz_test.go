@@ -11,7 +11,7 @@ import (
 // accepts is bounded (issue #13): times within int64 ns, at most MaxJobs jobs, each with
 // 1..machine cores and CPUs on the machine.
 func FuzzParseBenchmark(f *testing.F) {
-	for _, dir := range []string{"../examples/thesis", "../examples/linux", "../examples/dcat", "../examples/lfoc", "../examples/vp"} {
+	for _, dir := range []string{"../examples/thesis", "../examples/linux", "../examples/dcat", "../examples/lfoc", "../examples/vp", "../examples/guard"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -288,6 +289,21 @@ func RunReplica(b *Benchmark, names []string) (Replica, error) {
 // CompareMetrics are the per-scheduler metrics `colo compare --repeat` summarises.
 var CompareMetrics = []string{"stp", "antt", "unfairness", "worst_slowdown", "reconfigurations"}
 
+// GuardMetrics are the metrics `colo compare --repeat` adds for a benchmark with latency
+// SLOs or antagonists (GuardOutcome).
+var GuardMetrics = []string{"slo_violation_seconds", "slo_violation_seconds_after_first_window", "be_throughput", "utilization", "antagonist_precision"}
+
+// CompareMetricsFor are CompareMetrics, and GuardMetrics when a job of bm has an SLO or is
+// an antagonist.
+func CompareMetricsFor(bm *Benchmark) []string {
+	for _, j := range bm.Jobs {
+		if j.SLOms > 0 || j.Antagonist {
+			return append(slices.Clone(CompareMetrics), GuardMetrics...)
+		}
+	}
+	return CompareMetrics
+}
+
 // CompareReplica runs Compare on b and returns CompareMetrics.
 func CompareReplica(b *Benchmark, names []string) (Replica, error) {
 	rows, err := Compare(b, names)
@@ -297,8 +313,17 @@ func CompareReplica(b *Benchmark, names []string) (Replica, error) {
 	var r Replica
 	for _, o := range rows {
 		r.Schedulers = append(r.Schedulers, o.Name)
-		r.Values = append(r.Values, map[string]float64{"stp": o.STP, "antt": o.ANTT, "unfairness": o.Unfairness,
-			"worst_slowdown": o.WorstSlowdown, "reconfigurations": float64(o.Reconfigurations)})
+		v := map[string]float64{"stp": o.STP, "antt": o.ANTT, "unfairness": o.Unfairness,
+			"worst_slowdown": o.WorstSlowdown, "reconfigurations": float64(o.Reconfigurations)}
+		if g := o.GuardOutcome; g != nil {
+			v["slo_violation_seconds"], v["slo_violation_seconds_after_first_window"] = g.SLOViolationSeconds, g.SLOViolationSecondsAfterWindow
+			v["be_throughput"], v["utilization"] = g.BEThroughput, g.Utilization
+			v["antagonist_precision"] = math.NaN()
+			if g.AntagonistPrecision != nil {
+				v["antagonist_precision"] = *g.AntagonistPrecision
+			}
+		}
+		r.Values = append(r.Values, v)
 	}
 	return r, nil
 }

@@ -58,6 +58,14 @@ type rjob struct {
 	appliedMBA  int
 	probe       *activeProbe
 	probes      int
+	violations  []Violation // samples of a server over its SLO
+}
+
+// Violation is one collector interval, ending at At, in which a server's p99 latency
+// exceeded its SLO.
+type Violation struct {
+	At, Interval time.Duration
+	LatencyMs    float64
 }
 
 // JobResult is one job's outcome.
@@ -76,6 +84,10 @@ type JobResult struct {
 	Duration       time.Duration
 	Samples        int
 	Cores          int
+	// SLOms is the server's SLO (0: not a server); Violations its intervals over it.
+	SLOms      float64
+	Violations []Violation
+	Antagonist bool
 }
 
 // Result is one scheduler's run of a trace.
@@ -335,7 +347,8 @@ func (r *runner) loop() error {
 func (j *rjob) result() JobResult {
 	jr := JobResult{ID: j.spec.ID, Name: j.spec.Name, Priority: j.spec.Priority, Target: j.spec.IPCETarget,
 		State: j.state, Reason: j.reason, Arrival: j.spec.Arrival, Start: j.start, Stop: j.stop,
-		IPCE: math.NaN(), TimeOverTarget: math.NaN(), Cores: j.spec.Cores}
+		IPCE: math.NaN(), TimeOverTarget: math.NaN(), Cores: j.spec.Cores,
+		SLOms: j.spec.SLOms, Violations: j.violations, Antagonist: j.spec.Antagonist}
 	if len(j.series) > 0 {
 		s := append(j.series, metric.Sample{T: j.lastT.Seconds(), Value: math.NaN()})
 		jr.IPCE = metric.TimeWeightedMean(s)
@@ -394,6 +407,14 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 		L2Misses: c.L2Misses - j.last.L2Misses}
 	memTotal := c.MBMTotalBytes - j.last.MBMTotalBytes
 	d.MemBandwidthMBps = memTotal / 1e6 / d.Interval.Seconds()
+	if sp := j.spec; sp.Rate > 0 && sp.RequestMInstr > 0 {
+		// a simulated server: requests are served at the rate its instructions retire
+		mu := d.Instructions / d.Interval.Seconds() / (sp.RequestMInstr * 1e6)
+		d.LatencyMs = metric.MM1P99(sp.Rate, mu)
+		if sp.SLOms > 0 && d.LatencyMs > sp.SLOms {
+			j.violations = append(j.violations, Violation{At: now, Interval: d.Interval, LatencyMs: d.LatencyMs})
+		}
+	}
 	ipce := d.IPCE()
 	// the series covers the job's whole life, probe segments included (the thesis counts
 	// the low IPCE of an ascending sweep against the job too, seed000.md §4.4)
@@ -488,7 +509,8 @@ func (r *runner) observation(now time.Duration) *sched.Observation {
 
 func (r *runner) schedJob(j *rjob) sched.Job {
 	return sched.Job{ID: j.spec.ID, Name: j.spec.Name, Cores: j.spec.Cores, CPUs: j.spec.CPUs,
-		Priority: j.spec.Priority, IPCETarget: j.spec.IPCETarget, Arrival: j.spec.Arrival}
+		Priority: j.spec.Priority, IPCETarget: j.spec.IPCETarget, Arrival: j.spec.Arrival,
+		SLOms: j.spec.SLOms, MBAMBps: j.spec.MBAMBps}
 }
 
 // schedule runs one scheduler tick and applies its decisions. It reports whether a job
@@ -497,6 +519,9 @@ func (r *runner) schedule(now time.Duration) bool {
 	d := r.sch.Tick(r.observation(now))
 	for _, l := range d.Log {
 		r.event("decision", -1, l)
+	}
+	for _, e := range d.Events {
+		r.event(e.Kind, e.Job, e.Text)
 	}
 	if d.ConsolidatedWays > 0 {
 		r.res.Consolidations++

@@ -31,7 +31,37 @@ type SchedulerOutcome struct {
 	MovedWays        int           `json:"moved_ways"`
 	VirtualSeconds   float64       `json:"virtual_seconds"`
 	Jobs             []JobSlowdown `json:"jobs"`
+	// The guard's measures (GuardOutcome), present when a job has a latency SLO or is
+	// marked as the antagonist.
+	*GuardOutcome
 }
+
+// GuardOutcome measures a scheduler against latency SLOs and best-effort work (Heracles,
+// ISCA'15; docs/controllers.md "The guard"):
+//
+//   - slo_violation_seconds: Σ over the servers' collector intervals whose p99 exceeded
+//     the SLO of their length; …_after_first_window: those ending more than GuardWindow
+//     after the first violating interval ended (what a controller that needs one
+//     repercussion window to act cannot avoid is left out);
+//   - be_throughput: Σ over the jobs that are not priority of instructions / (IPC alone ·
+//     clock), over the run's seconds: best-effort work done, in cores running at their
+//     solo speed;
+//   - utilization: Σ cycles of every job / (clock · cores · seconds): the machine's CPU
+//     utilisation (a CPU quota lowers it);
+//   - antagonist_precision: of the guard's throttles, the fraction aimed at a job marked
+//     antagonist (null without throttles); throttles: their number.
+type GuardOutcome struct {
+	SLOViolationSeconds            float64  `json:"slo_violation_seconds"`
+	SLOViolationSecondsAfterWindow float64  `json:"slo_violation_seconds_after_first_window"`
+	BEThroughput                   float64  `json:"be_throughput"`
+	Utilization                    float64  `json:"utilization"`
+	AntagonistPrecision            *float64 `json:"antagonist_precision"`
+	Throttles                      int      `json:"throttles"`
+}
+
+// GuardWindow is the repercussion window slo_violation_seconds_after_first_window leaves to
+// a controller (the guard's default, policy/guard.DefaultOptions).
+const GuardWindow = 3 * time.Second
 
 // JobSlowdown is one job's IPC in the run, alone, and its slowdown S = IPC alone / IPC.
 type JobSlowdown struct {
@@ -47,12 +77,13 @@ type JobSlowdown struct {
 type ipcRecorder struct {
 	Discard
 	instr, cycles map[int]float64
+	throttles     map[int]int // guard-throttle events per job
 	reconfig      int
 	at            map[time.Duration]bool
 }
 
 func newIPCRecorder() *ipcRecorder {
-	return &ipcRecorder{instr: map[int]float64{}, cycles: map[int]float64{}, at: map[time.Duration]bool{}}
+	return &ipcRecorder{instr: map[int]float64{}, cycles: map[int]float64{}, at: map[time.Duration]bool{}, throttles: map[int]int{}}
 }
 
 func (r *ipcRecorder) mark(t time.Duration) {
@@ -78,6 +109,9 @@ func (r *ipcRecorder) Allocation(a AllocationRecord) error {
 func (r *ipcRecorder) Event(e EventRecord) error {
 	if e.Kind == "migrate" || e.Kind == "repin" || e.Kind == "quota" {
 		r.mark(e.T)
+	}
+	if e.Kind == "guard-throttle" {
+		r.throttles[e.Job]++
 	}
 	return nil
 }
@@ -240,6 +274,7 @@ func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, erro
 	if len(slow) == 0 {
 		return row, fmt.Errorf("%s: no job ran under %s: check that the jobs arrive before max_t and that the platform records counters (data.perf)", bm.File, name)
 	}
+	row.GuardOutcome = guardOutcome(bm, res, rec, row.Jobs, specs)
 	row.STP = metric.STP(slow)
 	row.ANTT = metric.ANTT(slow)
 	row.Unfairness = metric.Unfairness(slow)
@@ -247,4 +282,61 @@ func (c *Comparer) Scheduler(bm *Benchmark, name string) (SchedulerOutcome, erro
 		row.WorstSlowdown = math.Max(row.WorstSlowdown, s)
 	}
 	return row, finish(res, row)
+}
+
+// guardOutcome computes GuardOutcome (nil when no job has an SLO or is an antagonist).
+func guardOutcome(bm *Benchmark, res *Result, rec *ipcRecorder, jobs []JobSlowdown, specs map[int]JobSpec) *GuardOutcome {
+	any := false
+	for _, j := range bm.Jobs {
+		any = any || j.SLOms > 0 || j.Antagonist
+	}
+	if !any {
+		return nil
+	}
+	g := &GuardOutcome{}
+	var first time.Duration = -1
+	for _, j := range res.Jobs {
+		for _, v := range j.Violations {
+			g.SLOViolationSeconds += v.Interval.Seconds()
+			if first < 0 || v.At < first {
+				first = v.At
+			}
+		}
+	}
+	for _, j := range res.Jobs {
+		for _, v := range j.Violations {
+			if v.At-v.Interval >= first+GuardWindow {
+				g.SLOViolationSecondsAfterWindow += v.Interval.Seconds()
+			}
+		}
+	}
+	secs := res.Virtual.Seconds()
+	hz := bm.Machine.ClockGHz * 1e9
+	alone := map[string]float64{}
+	for _, j := range jobs {
+		alone[j.Name] = j.IPCAlone
+	}
+	cyc := 0.0
+	for _, id := range slices.Sorted(maps.Keys(rec.cycles)) {
+		cyc += rec.cycles[id]
+		sp := specs[id]
+		if a := alone[sp.Name]; !sp.Priority && a > 0 && secs > 0 {
+			g.BEThroughput += rec.instr[id] / (a * hz) / secs
+		}
+	}
+	if secs > 0 {
+		g.Utilization = cyc / (hz * float64(bm.Machine.Cores()) * secs)
+	}
+	hit := 0
+	for id, n := range rec.throttles {
+		g.Throttles += n
+		if specs[id].Antagonist {
+			hit += n
+		}
+	}
+	if g.Throttles > 0 {
+		p := float64(hit) / float64(g.Throttles)
+		g.AntagonistPrecision = &p
+	}
+	return g
 }

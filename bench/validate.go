@@ -350,7 +350,7 @@ func staticTrace(c *checker, file string, root *yaml.Node, bm *Benchmark, cs map
 		if ct.StopT == nil && ct.Length == nil && bm.MaxT == 0 {
 			err("has no stop_t or length and the benchmark has no max_t: it would run forever", "")
 		}
-		if ct.Image == "" && ct.Command == "" && ct.Workload == "" {
+		if ct.Image == "" && ct.Command == "" && ct.Workload == "" && len(ct.Phases) == 0 {
 			err("needs an image/command (linux) or a workload model (sim)")
 		}
 		switch {
@@ -379,6 +379,7 @@ func staticTrace(c *checker, file string, root *yaml.Node, bm *Benchmark, cs map
 		}
 		j.IPCETarget = checkIPCE(c, file, root, ct.IPCE, p...)
 		j.Data = dataConfig(c, file, root, bm.Data, ct.Data, append(p, "data")...)
+		serverKeys(ct, &j, err)
 		jobs = append(jobs, j)
 	}
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Arrival < jobs[b].Arrival })
@@ -513,4 +514,38 @@ func derefInt(p *int) int {
 		return 0
 	}
 	return *p
+}
+
+// serverKeys checks a container's server, bandwidth and phase keys into j.
+func serverKeys(ct *Container, j *JobSpec, err func(string, ...string)) {
+	pos := func(v *float64, key string) float64 {
+		if v == nil {
+			return 0
+		}
+		if !(*v > 0) || math.IsInf(*v, 0) {
+			err(fmt.Sprintf("%s %v must be a number > 0", key, *v), key)
+			return 0
+		}
+		return *v
+	}
+	j.SLOms, j.Rate, j.RequestMInstr = pos(ct.SLOms, "slo_ms"), pos(ct.Rate, "rate"), pos(ct.RequestMInstr, "request_minstr")
+	if (j.SLOms > 0) != (j.Rate > 0) || (j.Rate > 0) != (j.RequestMInstr > 0) {
+		err("a server needs slo_ms, rate and request_minstr together", "slo_ms")
+	}
+	j.MBAMBps = pos(ct.MBAMBps, "mba_mbps")
+	j.Antagonist = ct.Antagonist
+	if len(ct.Phases) > 0 {
+		if ct.Workload != "" {
+			err("give workload or phases, not both", "phases")
+		}
+		var parts []string
+		for i, ph := range ct.Phases {
+			if ph.Workload == "" || strings.ContainsAny(ph.Workload, "|@") || !(ph.For > 0) {
+				err(fmt.Sprintf("phase %d needs a workload model and for > 0 seconds", i), "phases")
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s@%g", ph.Workload, ph.For))
+		}
+		j.Workload = strings.Join(parts, "|")
+	}
 }

@@ -244,3 +244,56 @@ func Percentile(xs []float64, p float64) float64 {
 }
 
 func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
+
+// MaxLatencyMs caps MM1P99 for an overloaded server (λ ≥ μ): its queue grows without bound,
+// and one minute stands for "far past any SLO".
+const MaxLatencyMs = 60000
+
+// MM1P99 is the 99th percentile of the sojourn time (queueing + service), in ms, of an
+// M/M/1 server with arrival rate lambda and service rate mu (requests/s). The sojourn time
+// of M/M/1 FCFS is exponential with rate μ − λ (Kleinrock, Queueing Systems vol. 1, §3.2),
+// so its p-quantile is −ln(1 − p)/(μ − λ):
+//
+//	p99 = ln(100) / (μ − λ)
+//
+// Heracles (ISCA'15) and its successors state latency SLOs on such tails; colo's simulated
+// servers take μ from the instructions they retire (sim server jobs, docs/controllers.md).
+// An overloaded server (λ ≥ μ) gets MaxLatencyMs.
+func MM1P99(lambda, mu float64) float64 {
+	if !(mu > lambda) {
+		return MaxLatencyMs
+	}
+	return math.Min(MaxLatencyMs, 1000*math.Log(100)/(mu-lambda))
+}
+
+// Pearson is the correlation coefficient of x and y (same length):
+//
+//	r = Σ(x−x̄)(y−ȳ) / sqrt(Σ(x−x̄)² Σ(y−ȳ)²)
+//
+// NaN when either series is constant or shorter than 2. CPI2 (EuroSys'13) blames the
+// antagonist whose CPU use correlates best with the victim's CPI; the guard uses it on the
+// victim's latency and each neighbour's bandwidth, occupancy and CPU.
+func Pearson(x, y []float64) float64 {
+	n := min(len(x), len(y))
+	if n < 2 {
+		return math.NaN()
+	}
+	mx, my := 0.0, 0.0
+	for i := 0; i < n; i++ {
+		mx += x[i]
+		my += y[i]
+	}
+	mx /= float64(n)
+	my /= float64(n)
+	sxy, sxx, syy := 0.0, 0.0, 0.0
+	for i := 0; i < n; i++ {
+		dx, dy := x[i]-mx, y[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	if sxx <= 0 || syy <= 0 {
+		return math.NaN()
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}

@@ -105,3 +105,31 @@ func TestMean(t *testing.T) {
 		t.Error("the mean of nothing must be NaN")
 	}
 }
+
+func TestMM1P99(t *testing.T) {
+	// μ = 2000/s, λ = 1200/s: the sojourn is exponential with rate 800/s; P(T > p99) = 1 %.
+	p := MM1P99(1200, 2000) / 1000
+	if !near(math.Exp(-800*p), 0.01, 1e-12) {
+		t.Errorf("MM1P99(1200, 2000) = %v ms: exp(−(μ−λ)·p99) = %v, want 0.01", p*1000, math.Exp(-800*p))
+	}
+	if MM1P99(2000, 2000) != MaxLatencyMs || MM1P99(3000, 2000) != MaxLatencyMs {
+		t.Errorf("an overloaded server must get MaxLatencyMs")
+	}
+}
+
+func TestPearson(t *testing.T) {
+	x := []float64{1, 2, 3, 4, 5}
+	if r := Pearson(x, []float64{2, 4, 6, 8, 10}); !near(r, 1, 1e-12) {
+		t.Errorf("linear: %v", r)
+	}
+	if r := Pearson(x, []float64{5, 4, 3, 2, 1}); !near(r, -1, 1e-12) {
+		t.Errorf("anti: %v", r)
+	}
+	// a textbook pair: r = 0.8 (x = 1..5, y = 2, 4, 5, 4, 5: Sxy = 6, Sxx = 10, Syy = 6)
+	if r := Pearson(x, []float64{2, 4, 5, 4, 5}); !near(r, 6/math.Sqrt(60), 1e-12) {
+		t.Errorf("r = %v, want %v", r, 6/math.Sqrt(60))
+	}
+	if !math.IsNaN(Pearson(x, []float64{3, 3, 3, 3, 3})) {
+		t.Errorf("a constant series has no correlation")
+	}
+}

@@ -29,6 +29,15 @@ type Job struct {
 	Kind        string
 	Sensitivity string
 	Data        DataConfig
+	// SLOms is a latency SLO (p99, ms) of a server job; Rate its request arrival rate
+	// (requests/s) and RequestMInstr the instructions one request retires (millions): the
+	// simulated server's M/M/1 (metric.MM1P99). 0: not a server.
+	SLOms, Rate, RequestMInstr float64
+	// MBAMBps is a requested memory bandwidth (MB/s) held by policy/mbps; 0: none.
+	MBAMBps float64
+	// Antagonist marks the job a scenario knows to be the cause of interference: never
+	// shown to a scheduler, only used to score a guard's blame (antagonist precision).
+	Antagonist bool
 	// Source is "file:line" of the entry the job came from.
 	Source string
 }

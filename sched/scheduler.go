@@ -35,6 +35,11 @@ type Job struct {
 	// IPCETarget is the job's IPCE target as a fraction in (0, 1]; 0 when none.
 	IPCETarget float64
 	Arrival    time.Duration
+	// SLOms is the job's latency SLO in ms (a p99 its samples report in LatencyMs); 0: none.
+	SLOms float64
+	// MBAMBps is the memory bandwidth the job asks for in MB/s (the run loop holds it with
+	// policy/mbps whatever the scheduler); 0: none.
+	MBAMBps float64
 }
 
 // Sample is one collector interval of a running job: counter deltas over Interval plus
@@ -59,6 +64,10 @@ type Sample struct {
 	LLCOccupancy float64
 	// MemBandwidthMBps is the mbm_total_bytes rate over the interval (10^6 B/s).
 	MemBandwidthMBps float64
+	// LatencyMs is the job's p99 request latency over the interval in ms (0: the job
+	// reports none): a simulated server's M/M/1 tail (metric.MM1P99), or the agent's
+	// scrape of the job's own metric.
+	LatencyMs float64
 }
 
 // IPC of the interval (metric.IPC).
@@ -218,6 +227,16 @@ type Decisions struct {
 	Log []string
 	// ConsolidatedWays counts the ways whose cached lines moved groups lost this tick.
 	ConsolidatedWays int
+	// Events are the policy's actions with their evidence (the guard's throttles, undos,
+	// growth): the run loop records each as an event of Kind for Job (-1: none).
+	Events []Event
+}
+
+// Event is one policy action and its evidence.
+type Event struct {
+	Kind string
+	Job  int
+	Text string
 }
 
 // Scheduler is a node scheduling policy.

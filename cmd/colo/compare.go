@@ -15,6 +15,7 @@ import (
 
 	// The online controllers register their schedulers (dcat, static-cat, lfoc+, vp).
 	_ "colo/policy/dcat"
+	_ "colo/policy/guard"
 	_ "colo/policy/lfocplus"
 	_ "colo/policy/vp"
 
@@ -163,8 +164,35 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeGuardTable(w, doc.Schedulers); err != nil {
+		return err
+	}
 	if doc.RunDir != "" {
 		fmt.Fprintf(w, "results: %s (colo report %s)\n", doc.RunDir, doc.RunDir)
 	}
 	return nil
+}
+
+// writeGuardTable prints the SLO and best-effort measures (bench.GuardOutcome) of a
+// benchmark with latency SLOs or antagonists; nothing otherwise.
+func writeGuardTable(w io.Writer, rows []bench.SchedulerOutcome) error {
+	if len(rows) == 0 || rows[0].GuardOutcome == nil {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "scheduler\tSLO violation s\tafter 1st window\tBE throughput\tutilization\tantagonist precision\tthrottles\t\n")
+	for _, r := range rows {
+		g := r.GuardOutcome
+		if g == nil {
+			continue
+		}
+		prec := "-"
+		if g.AntagonistPrecision != nil {
+			prec = fmt.Sprintf("%.2f", *g.AntagonistPrecision)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%.1f %%\t%s\t%d\t\n", r.Name, g.SLOViolationSeconds, g.SLOViolationSecondsAfterWindow,
+			g.BEThroughput, 100*g.Utilization, prec, g.Throttles)
+	}
+	return tw.Flush()
 }

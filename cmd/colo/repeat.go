@@ -105,7 +105,7 @@ func runRepeat(c *cobra.Command, file, kind string, f repeatFlags) error {
 		if len(names) == 0 {
 			return badInputf("--schedulers: name at least one scheduler")
 		}
-		one, metrics = bench.CompareReplica, bench.CompareMetrics
+		one, metrics = bench.CompareReplica, bench.CompareMetricsFor(bm)
 		format, _ := fl.GetString("format")
 		j, _ := fl.GetBool("json")
 		if format, err = outputFormat(j, format, "table", "json"); err != nil {

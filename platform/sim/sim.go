@@ -520,6 +520,9 @@ func Workload(j platform.Job) (sim.Workload, error) {
 // fromSpec maps an explicit `workload:` spec to a model through the simulator's own
 // grammar (sim.WorkloadNames); "cpu-loop" is accepted as a name of sim's "cpu".
 func fromSpec(spec string, threads int) (sim.Workload, error) {
+	if strings.Contains(spec, "|") || strings.Contains(spec, "@") {
+		return phased(spec, threads)
+	}
 	if strings.EqualFold(spec, "cpu-loop") {
 		spec = "cpu"
 	}
@@ -604,4 +607,26 @@ func fromCommand(cmd string) (sim.Workload, error) {
 		return sim.Workload{}, fmt.Errorf("stress-ng stressor not modelled (have --matrix-3d, --tsearch, --cpu)")
 	}
 	return sim.Workload{}, fmt.Errorf("program %q has no simulated model; set `workload:` (neighbor, 7zip, matrix-3d, tsearch, cpu-loop, lookbusy, mlr, mload)", prog)
+}
+
+// phased builds a looping multi-phase workload from "MODEL@SECONDS|MODEL@SECONDS…" (a
+// container's phases: key).
+func phased(spec string, threads int) (sim.Workload, error) {
+	var w sim.Workload
+	for _, part := range strings.Split(spec, "|") {
+		m, secs, ok := strings.Cut(part, "@")
+		d, err := strconv.ParseFloat(secs, 64)
+		if !ok || err != nil || !(d > 0) {
+			return sim.Workload{}, fmt.Errorf("phase %q: want MODEL@SECONDS", part)
+		}
+		one, err := fromSpec(m, threads)
+		if err != nil {
+			return sim.Workload{}, err
+		}
+		for _, ph := range one.Phases {
+			w.Phases = append(w.Phases, sim.Phase{Model: ph.Model, Duration: time.Duration(d * float64(time.Second))})
+		}
+	}
+	w.Name, w.Loop, w.Threads = spec, true, threads
+	return w, nil
 }

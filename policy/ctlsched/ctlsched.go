@@ -21,7 +21,7 @@ import (
 // compared under several schedulers (colo compare), "dcat.baseline: 3" configures dcat and
 // static-cat only, "vp.window: 3" vp only; plain keys go to whichever scheduler runs, and a
 // prefixed key overrides the plain one (Decode).
-var ControllerPrefixes = []string{"dcat.", "static-cat.", "vp.", "lfoc+."}
+var ControllerPrefixes = []string{"dcat.", "static-cat.", "vp.", "lfoc+.", "guard.", "static-cat-mba."}
 
 // prefixOf is the controller prefix of an option key ("" for a plain key).
 func prefixOf(k string) string {

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	_ "colo/policy/guard" // registers guard, static-cat-mba
+)
+
+func guardRows(t *testing.T, file string, noise float64, seed uint64, names ...string) map[string]SchedulerOutcome {
+	t.Helper()
+	bm, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm.Noise, bm.Seed = noise, seed
+	rows, err := Compare(bm, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]SchedulerOutcome{}
+	for _, r := range rows {
+		if r.GuardOutcome == nil {
+			t.Fatalf("%s: no guard outcome for a benchmark with an SLO", r.Name)
+		}
+		out[r.Name] = r
+	}
+	return out
+}
+
+// The antagonist must-show: three noisy neighbours, one real cause; the guard
+// throttles only the hog under counter noise (seeds 1–4), and the server's violations
+// fall from the whole hog period to its first seconds.
+func TestGuardFindsTheAntagonist(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		rows := guardRows(t, "../examples/guard/antagonists.yaml", 0.01, seed, Shared, "guard")
+		g, s := rows["guard"], rows[Shared]
+		if g.AntagonistPrecision == nil || *g.AntagonistPrecision != 1 || g.Throttles == 0 {
+			t.Errorf("seed %d: guard throttled %d times, precision %v, want every throttle on the hog", seed, g.Throttles, g.AntagonistPrecision)
+		}
+		if s.SLOViolationSeconds < 50 || g.SLOViolationSeconds > 4 {
+			t.Errorf("seed %d: SLO violation seconds shared %v, guard %v", seed, s.SLOViolationSeconds, g.SLOViolationSeconds)
+		}
+		if s.Throttles != 0 || s.AntagonistPrecision != nil {
+			t.Errorf("shared throttles nothing: %+v", s.GuardOutcome)
+		}
+	}
+}
+
+func TestServerKeysChecked(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"a: {workload: cpu, core: [0], slo_ms: 5}", "slo_ms, rate and request_minstr together"},
+		{"a: {workload: cpu, core: [0], slo_ms: -1, rate: 1, request_minstr: 1}", "slo_ms -1 must be a number > 0"},
+		{"a: {workload: cpu, core: [0], phases: [{workload: cpu, for: 5}]}", "workload or phases, not both"},
+		{"a: {core: [0], phases: [{workload: cpu, for: 0}]}", "phase 0 needs a workload model and for > 0 seconds"},
+		{"a: {workload: cpu, core: [0], mba_mbps: 0}", "mba_mbps 0 must be a number > 0"},
+	} {
+		_, err := Parse("t.yaml", []byte("benchmark: {max_t: 10}\ncontainers:\n  "+c.yaml+"\n"), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	bm, err := Parse("t.yaml", []byte("benchmark: {max_t: 10}\ncontainers:\n  a: {core: [0], slo_ms: 5, rate: 100, request_minstr: 2, antagonist: true, phases: [{workload: cpu, for: 5}, {workload: \"mlr:8M\", for: 2.5}]}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := bm.Jobs[0]
+	if j.SLOms != 5 || j.Rate != 100 || j.RequestMInstr != 2 || !j.Antagonist || j.Workload != "cpu@5|mlr:8M@2.5" {
+		t.Errorf("parsed %+v", j)
+	}
+}
