@@ -69,3 +69,29 @@ func TestServerKeysChecked(t *testing.T) {
 		t.Errorf("parsed %+v", j)
 	}
 }
+
+// The Heracles must-show on examples/guard/heracles.yaml: the guard has no SLO
+// violation after its first repercussion window and keeps at least 90 % of the best-effort
+// throughput shared achieves, where shared breaks the SLO for the whole hog period.
+func TestGuardHeracles(t *testing.T) {
+	rows := guardRows(t, "../examples/guard/heracles.yaml", 0, 1, Shared, "static-cat-mba", "guard")
+	g, s := rows["guard"], rows[Shared]
+	if s.SLOViolationSeconds < 60 {
+		t.Errorf("shared violates the SLO %v s: the scenario no longer hurts the server", s.SLOViolationSeconds)
+	}
+	if g.SLOViolationSecondsAfterWindow != 0 || g.SLOViolationSeconds > 3 {
+		t.Errorf("guard: %v violation seconds, %v after the first window, want 0 after it", g.SLOViolationSeconds, g.SLOViolationSecondsAfterWindow)
+	}
+	if g.BEThroughput < 0.9*s.BEThroughput {
+		t.Errorf("guard best-effort throughput %.2f < 90 %% of shared's %.2f", g.BEThroughput, s.BEThroughput)
+	}
+	if g.AntagonistPrecision == nil || *g.AntagonistPrecision < 0.5 {
+		t.Errorf("guard precision %v", g.AntagonistPrecision)
+	}
+	if u := g.Utilization; !(u > 0.5 && u <= 1) {
+		t.Errorf("utilization %v", u)
+	}
+	if st := rows["static-cat-mba"]; st.Throttles != 0 || st.BEThroughput <= 0 {
+		t.Errorf("static-cat-mba: %+v", st.GuardOutcome)
+	}
+}

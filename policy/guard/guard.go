@@ -18,8 +18,8 @@
 //     Growth gives back one additive step (MBAStep, one way, QuotaStep) of one rung,
 //     round robin over the rungs the tenant climbed, the tenant throttled last first.
 //   - Repercussion window (Merlin, seed004.md): Repercussion periods after an action, it
-//     is judged on what followed: a throttle is kept if the victim's CPI fell by MinGain
-//     (or the victim is back under 1 − Slack), else undone and that rung marked useless
+//     is judged on what followed: a throttle is kept if the victim's CPI fell by MinGain,
+//     else undone and that rung marked useless
 //     for the tenant (the next blame climbs its next rung; with every rung useless the
 //     tenant is left alone for a Window); a growth step that pushed a victim past
 //     1 − Slack is undone and growth paused.
@@ -68,16 +68,21 @@ type Options struct {
 	// Slack: act when a victim's badness exceeds 1 − Slack (default 0.1: before the SLO
 	// is broken, as Heracles keeps a margin).
 	Slack float64
-	// GrowSlack: grow when every victim is below 1 − GrowSlack (default 0.2: Heracles
-	// grows best-effort work while the slack exceeds 10 %; the guard keeps another 10
-	// points between growing and acting, so that one growth step does not land straight
-	// in the zone where it acts), for GrowEvery periods (default 3: one repercussion
-	// window of calm).
+	// GrowSlack: grow when every victim is below 1 − GrowSlack (default 0.3: Heracles
+	// grows best-effort work only while the slack exceeds 10 %; a p99 is steep near
+	// saturation — an M/M/1 tail is ∝ 1/(μ − λ), so at 0.9 × SLO a 3 % loss of service
+	// rate breaks the SLO, at 0.7 × SLO it takes about 10 % — so the guard grows only
+	// with that margin), for GrowEvery periods (default 3: one repercussion window of
+	// calm).
 	GrowSlack float64
 	GrowEvery int
-	// MinGain is the relative fall of the victim's badness a throttle must buy to be kept
-	// (default 0.05, twice the counters' period-to-period noise).
+	// MinGain is the relative fall of the victim's CPI a throttle must buy to be kept
+	// (default 0.05, a few times the counters' period-to-period noise).
 	MinGain float64
+	// MinScore is the blame score (correlation × share) below which nobody is blamed
+	// (default 0.2: a neighbour must explain a fair part of the victim's trouble, e.g. a
+	// correlation of 0.5 with 40 % of a resource; noise correlates small tenants too).
+	MinScore float64
 	// MBAMax/MBAFloor/MBAStep: the MBA range and step (default: the machine's range, two
 	// grid steps per rung).
 	MBAMax, MBAFloor, MBAStep int
@@ -92,7 +97,7 @@ type Options struct {
 // DefaultOptions are the defaults above for a cache of ways ways and an MBA range
 // (mbaMax 0: no MBA).
 func DefaultOptions(ways, mbaMin, mbaMax, mbaGran int) Options {
-	o := Options{Window: 10, Repercussion: 3, Slack: 0.1, GrowSlack: 0.2, GrowEvery: 3, MinGain: 0.05,
+	o := Options{Window: 10, Repercussion: 3, Slack: 0.1, GrowSlack: 0.3, GrowEvery: 3, MinGain: 0.05, MinScore: 0.2,
 		MBAMax: mbaMax, MBAFloor: mbaMin, MBAStep: 2 * max(mbaGran, 1), WaysMax: ways, WaysFloor: min(2, ways),
 		QuotaStep: 0.2, QuotaFloor: 0.2}
 	if mbaMax <= 0 {
@@ -112,6 +117,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("guard: slack %v and grow_slack %v: want 0 ≤ slack < grow_slack < 1", o.Slack, o.GrowSlack)
 	case o.GrowEvery < 1:
 		return fmt.Errorf("guard: grow_every %d: want ≥ 1", o.GrowEvery)
+	case !(o.MinScore >= 0 && o.MinScore < 1):
+		return fmt.Errorf("guard: min_score %v: want [0, 1)", o.MinScore)
 	case !(o.MinGain >= 0 && o.MinGain < 1):
 		return fmt.Errorf("guard: min_gain %v: want [0, 1)", o.MinGain)
 	case !(o.QuotaFloor > 0 && o.QuotaFloor <= 1) || !(o.QuotaStep > 0):
@@ -401,7 +408,7 @@ func (c *Controller) blame(v *tenant, p int) {
 				corr[0], 100*share[0], corr[1], 100*share[1], corr[2], 100*share[2])
 		}
 	}
-	if best == nil || bestScore <= 0 {
+	if best == nil || bestScore < c.o.MinScore || bestScore <= 0 {
 		return
 	}
 	rung := bestRung
@@ -521,7 +528,7 @@ func (c *Controller) judge(p int) bool {
 	cpi := c.mean(v.cpi, p, c.o.Repercussion)
 	switch a.Kind {
 	case KindThrottle:
-		if cpi <= pd.cpi*(1-c.o.MinGain) || after < 1-c.o.Slack {
+		if cpi <= pd.cpi*(1-c.o.MinGain) {
 			c.out = append(c.out, Action{Kind: KindKeep, Tenant: t.id, Victim: v.id, Rung: a.Rung, From: a.From, To: t.knobs,
 				Evidence: fmt.Sprintf("victim %s badness %.2f → %.2f, CPI %.3g → %.3g over the repercussion window", v.id, pd.before, after, pd.cpi, cpi)})
 			return true

@@ -22,7 +22,7 @@ func init() {
 // evidence, and a decision-log line.
 //
 // scheduler.options (prefix "guard." allowed): window (periods, 10), repercussion
-// (periods, 3), slack (0.1), grow_slack (0.3), grow_every (periods, 5), min_gain (0.05),
+// (periods, 3), slack (0.1), grow_slack (0.3), grow_every (periods, 3), min_gain (0.05), min_score (0.2),
 // mba_step (two grid steps), mba_floor (machine minimum), ways_floor (2), quota_step
 // (0.2), quota_floor (0.2). DefaultOptions gives each default's reason.
 type Scheduler struct {
@@ -42,6 +42,7 @@ type schedOptions struct {
 	GrowSlack    *float64 `yaml:"grow_slack"`
 	GrowEvery    *int     `yaml:"grow_every"`
 	MinGain      *float64 `yaml:"min_gain"`
+	MinScore     *float64 `yaml:"min_score"`
 	MBAStep      *int     `yaml:"mba_step"`
 	MBAFloor     *int     `yaml:"mba_floor"`
 	WaysFloor    *int     `yaml:"ways_floor"`
@@ -71,6 +72,7 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	ctlsched.Set(&o.GrowSlack, so.GrowSlack)
 	ctlsched.Set(&o.GrowEvery, so.GrowEvery)
 	ctlsched.Set(&o.MinGain, so.MinGain)
+	ctlsched.Set(&o.MinScore, so.MinScore)
 	ctlsched.Set(&o.MBAStep, so.MBAStep)
 	ctlsched.Set(&o.MBAFloor, so.MBAFloor)
 	ctlsched.Set(&o.WaysFloor, so.WaysFloor)
