@@ -13,7 +13,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // Docker follows dockerd through the Engine API: the event stream (start, die, destroy,
@@ -63,7 +63,7 @@ func (d *Docker) session(ctx context.Context, out chan<- Event) (synced bool, er
 	_, err = cli.Ping(pctx)
 	cancel()
 	if err != nil {
-		return false, fmt.Errorf("%w: Docker is not reachable at %s (%v); start dockerd or set DOCKER_HOST", rt.ErrUnavailable, cli.DaemonHost(), err)
+		return false, fmt.Errorf("%w: Docker is not reachable at %s (%v); start dockerd or set DOCKER_HOST", workload.ErrUnavailable, cli.DaemonHost(), err)
 	}
 	ectx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -126,7 +126,7 @@ func (d *Docker) inspect(ctx context.Context, cli *client.Client, id string) (Co
 	if err != nil || c.State == nil || !c.State.Running || c.Config == nil {
 		return Container{}, false
 	}
-	if c.Config.Labels[rt.LabelOwner] == rt.OwnerValue {
+	if c.Config.Labels[workload.LabelOwner] == workload.OwnerValue {
 		return Container{}, false
 	}
 	ct := Container{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), Image: c.Config.Image, Labels: c.Config.Labels, PID: c.State.Pid,
@@ -134,7 +134,7 @@ func (d *Docker) inspect(ctx context.Context, cli *client.Client, id string) (Co
 	if c.HostConfig != nil {
 		ct.CPUs = float64(c.HostConfig.NanoCPUs) / 1e9
 	}
-	cg, err := rt.CgroupOfPID(c.State.Pid)
+	cg, err := workload.CgroupOfPID(c.State.Pid)
 	if err != nil {
 		if d.Log != nil {
 			d.Log.Warn("container cgroup not found; it gets no PID sync or counters", "container", ct.Name, "err", err)

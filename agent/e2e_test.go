@@ -30,7 +30,7 @@ import (
 	"colo/internal/emutest"
 	"colo/internal/testenv"
 	"colo/resctrl/emu"
-	"colo/runtime/docker"
+	"colo/workload/docker"
 )
 
 var (

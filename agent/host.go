@@ -7,7 +7,7 @@ import (
 
 	"colo/machine"
 	"colo/perf"
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // LinuxHost implements Host with the container's cgroup: threads from its tasks /
@@ -21,11 +21,11 @@ type LinuxHost struct {
 	Logf   func(string, ...any)
 	// lists keeps each container's thread list open (by cgroup path): the agent lists
 	// the same cgroups every interval.
-	lists map[string]*rt.ThreadList
+	lists map[string]*workload.ThreadList
 }
 
-func cgroupOf(c Container) rt.Cgroup {
-	return rt.Cgroup{Version: c.CgroupV, Dirs: c.CgroupDirs, Path: c.Cgroup}
+func cgroupOf(c Container) workload.Cgroup {
+	return workload.Cgroup{Version: c.CgroupV, Dirs: c.CgroupDirs, Path: c.Cgroup}
 }
 
 // Threads implements Host: the container's thread list, kept open between calls.
@@ -39,12 +39,12 @@ func (h *LinuxHost) Threads(c Container) ([]int, error) {
 		tl.Close()
 		delete(h.lists, c.Cgroup)
 	}
-	tl, err := rt.OpenThreads(cgroupOf(c))
+	tl, err := workload.OpenThreads(cgroupOf(c))
 	if err != nil {
 		return nil, err
 	}
 	if h.lists == nil {
-		h.lists = map[string]*rt.ThreadList{}
+		h.lists = map[string]*workload.ThreadList{}
 	}
 	h.lists[c.Cgroup] = tl
 	return tl.Read()
@@ -62,7 +62,7 @@ func (h *LinuxHost) Forget(c Container) {
 func (h *LinuxHost) OpenCounters(c Container) (Counters, error) {
 	cg := cgroupOf(c)
 	lc := &linuxCounters{mode: "cputime"}
-	if ct, err := rt.OpenCPUTime(cg); err == nil {
+	if ct, err := workload.OpenCPUTime(cg); err == nil {
 		lc.cpu = ct
 	}
 	if !h.NoPerf && len(h.CPUs) > 0 {
@@ -91,7 +91,7 @@ const errNoCounters = errString("no CPU time or perf events for this cgroup")
 
 type linuxCounters struct {
 	mode string
-	cpu  *rt.CPUTime
+	cpu  *workload.CPUTime
 	perf *perf.Counter
 }
 
@@ -133,7 +133,7 @@ func (l *linuxCounters) Close() {
 // cannot be measured ("" when it can: hardware cycles and the microarchitecture's
 // stall-cycles raw event).
 func ProbePerf(cpus []int) (hardware bool, noIPCE string) {
-	cg, err := rt.CgroupOfPID(os.Getpid())
+	cg, err := workload.CgroupOfPID(os.Getpid())
 	if err != nil {
 		return false, "perf: the agent's own cgroup: " + err.Error()
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
 
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // DefaultNRISocket is where containerd serves NRI plugins.
@@ -150,7 +150,7 @@ func (p *nriPlugin) container(pod *api.PodSandbox, c *api.Container) (Container,
 			}
 		}
 	}
-	if labels[rt.LabelOwner] == rt.OwnerValue {
+	if labels[workload.LabelOwner] == workload.OwnerValue {
 		return Container{}, false
 	}
 	name := c.GetName()
@@ -159,10 +159,10 @@ func (p *nriPlugin) container(pod *api.PodSandbox, c *api.Container) (Container,
 	}
 	image := labels["io.kubernetes.cri.image-name"]
 	ct := Container{ID: c.GetId(), Name: name, Image: image, Labels: labels, PID: int(c.GetPid())}
-	var cg rt.Cgroup
+	var cg workload.Cgroup
 	var err error
 	if ct.PID > 0 {
-		cg, err = rt.CgroupOfPID(ct.PID)
+		cg, err = workload.CgroupOfPID(ct.PID)
 	} else {
 		cg, err = cgroupOfPath(c.GetLinux().GetCgroupsPath())
 	}
@@ -178,9 +178,9 @@ func (p *nriPlugin) container(pod *api.PodSandbox, c *api.Container) (Container,
 
 // cgroupOfPath resolves an OCI cgroups path: "/a/b" (cgroupfs) or "slice:prefix:name"
 // (the systemd driver: <slice path>/<prefix>-<name>.scope).
-func cgroupOfPath(p string) (rt.Cgroup, error) {
+func cgroupOfPath(p string) (workload.Cgroup, error) {
 	if p == "" {
-		return rt.Cgroup{}, errors.New("no cgroups path")
+		return workload.Cgroup{}, errors.New("no cgroups path")
 	}
 	if parts := strings.Split(p, ":"); len(parts) == 3 {
 		slice := parts[0]
@@ -200,12 +200,12 @@ func cgroupOfPath(p string) (rt.Cgroup, error) {
 		}
 		p = filepath.Join(dir, parts[1]+"-"+parts[2]+".scope")
 	}
-	cg, err := rt.CgroupAtPath(p)
+	cg, err := workload.CgroupAtPath(p)
 	if err != nil {
 		return cg, err
 	}
 	if _, err := os.Stat(cg.Dir("cpu")); err != nil {
-		return rt.Cgroup{}, fmt.Errorf("cgroup %s: %w", p, err)
+		return workload.Cgroup{}, fmt.Errorf("cgroup %s: %w", p, err)
 	}
 	return cg, nil
 }

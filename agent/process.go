@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // Processes follows cgroups that are not containers (colo agent --runtime process): every
@@ -42,8 +42,8 @@ type Processes struct {
 	Log      *slog.Logger
 
 	// resolve maps the parent's path onto the host's hierarchies (once a poll); nil:
-	// rt.CgroupAtPath (tests fake a cgroup tree with it).
-	resolve func(path string) (rt.Cgroup, error)
+	// workload.CgroupAtPath (tests fake a cgroup tree with it).
+	resolve func(path string) (workload.Cgroup, error)
 	// warned remembers the labels file content already warned about (no log per poll).
 	warned map[string]string
 }
@@ -130,7 +130,7 @@ func sortedKeys(m map[string]Container) []string {
 func (p *Processes) scan() ([]Container, error) {
 	resolve := p.resolve
 	if resolve == nil {
-		resolve = rt.CgroupAtPath
+		resolve = workload.CgroupAtPath
 	}
 	parent := path.Join("/", p.Parent)
 	pcg, err := resolve(parent)
@@ -160,8 +160,8 @@ func (p *Processes) scan() ([]Container, error) {
 
 // tenant describes the child cgroup name of parent (ok false: no process in it, or colo
 // run's). Its directories are the parent's, on the hierarchies where the child exists.
-func (p *Processes) tenant(parent rt.Cgroup, name string) (Container, bool) {
-	cg := rt.Cgroup{Version: parent.Version, Path: path.Join(parent.Path, name), Dirs: map[string]string{}}
+func (p *Processes) tenant(parent workload.Cgroup, name string) (Container, bool) {
+	cg := workload.Cgroup{Version: parent.Version, Path: path.Join(parent.Path, name), Dirs: map[string]string{}}
 	for k, d := range parent.Dirs {
 		d = filepath.Join(d, name)
 		if st, err := os.Stat(d); err == nil && st.IsDir() {
@@ -173,7 +173,7 @@ func (p *Processes) tenant(parent rt.Cgroup, name string) (Container, bool) {
 		return Container{}, false
 	}
 	labels := p.stateLabels(name)
-	if labels[rt.LabelOwner] == rt.OwnerValue {
+	if labels[workload.LabelOwner] == workload.OwnerValue {
 		return Container{}, false
 	}
 	for k, v := range p.fileLabels(name) {

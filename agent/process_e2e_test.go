@@ -13,7 +13,7 @@ import (
 
 	"colo/internal/testenv"
 	"colo/resctrl/emu"
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // RealCgroup creates cgroup parent/name on every v2 hierarchy and on the v1 cpu, cpuacct
@@ -32,7 +32,7 @@ func RealCgroup(t *testing.T, parent, name string) (pid int, end func()) {
 		t.Fatal(err)
 	}
 	var dirs []string
-	for _, m := range rt.Mounts(mi) {
+	for _, m := range workload.Mounts(mi) {
 		if m.Root == "/" && (m.Version == 2 || slices.ContainsFunc(m.Controllers, func(c string) bool {
 			return c == "cpu" || c == "cpuacct" || c == "pids"
 		})) && !slices.Contains(dirs, m.Dir) {

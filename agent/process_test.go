@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // fakeTree is a cgroup tree in a temp directory: a hybrid host whose cpu (v1) hierarchy
 // is at root/cpu and unified one at root/unified.
 type fakeTree struct{ root string }
 
-func (f fakeTree) resolve(p string) (rt.Cgroup, error) {
-	return rt.Cgroup{Version: 1, Path: p, Dirs: map[string]string{
+func (f fakeTree) resolve(p string) (workload.Cgroup, error) {
+	return workload.Cgroup{Version: 1, Path: p, Dirs: map[string]string{
 		"cpu": filepath.Join(f.root, "cpu", p), "": filepath.Join(f.root, "unified", p)}}, nil
 }
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"colo/perf"
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +33,7 @@ func perfCgroupRoot(t *testing.T) string {
 		t.Skip(err)
 	}
 	var v2 string
-	for _, m := range rt.Mounts(mi) {
+	for _, m := range workload.Mounts(mi) {
 		if m.Version == 1 {
 			for _, c := range m.Controllers {
 				if c == "perf_event" {
@@ -62,7 +62,7 @@ func TestSoftwareEventsReal(t *testing.T) {
 		t.Fatalf("create cgroup: %v", err)
 	}
 	t.Cleanup(func() { os.Remove(dir) })
-	cpus, err := rt.OnlineCPUs()
+	cpus, err := workload.OnlineCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}

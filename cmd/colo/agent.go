@@ -23,8 +23,8 @@ import (
 	"colo/bench"
 	"colo/machine"
 	"colo/resctrl"
-	rt "colo/runtime"
 	"colo/sched"
+	"colo/workload"
 )
 
 type agentFlags struct {
@@ -170,7 +170,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		}
 		return err
 	}
-	cpus, _ := rt.OnlineCPUs()
+	cpus, _ := workload.OnlineCPUs()
 	env := sched.Env{Machine: m, Config: cfg, CPUQuotaUnavailable: "colo agent does not throttle containers it did not start"}
 	counters := "cgroup CPU time (--no-perf)"
 	if f.noPerf {

@@ -11,9 +11,9 @@ import (
 
 	"colo/perf"
 	"colo/resctrl"
-	rt "colo/runtime"
-	"colo/runtime/docker"
-	"colo/runtime/host"
+	"colo/workload"
+	"colo/workload/docker"
+	"colo/workload/host"
 )
 
 func init() {
@@ -68,7 +68,7 @@ func runDoctor(ctx context.Context, resctrlRoot string) []host.Check {
 		dp = host.DockerProbe{Reachable: true, Version: si.Version, APIVersion: si.APIVersion, CgroupDriver: si.CgroupDriver, CgroupVersion: si.CgroupVersion}
 	}
 	pp := host.PerfProbe{Mode: string(perf.ModeNone), Paranoid: perf.Paranoid()}
-	if cg, err := rt.CgroupOfPID(os.Getpid()); err != nil {
+	if cg, err := workload.CgroupOfPID(os.Getpid()); err != nil {
 		pp.Reason = err.Error()
 	} else {
 		mode, reason, ma, err := perf.Probe(cg.PerfEventDir(), 0, nil)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"colo/runtime/docker"
+	"colo/workload/docker"
 )
 
 func init() {

@@ -9,7 +9,7 @@ import (
 
 	"colo/cbm"
 	"colo/resctrl"
-	rt "colo/runtime"
+	"colo/workload"
 
 	"github.com/spf13/cobra"
 )
@@ -27,7 +27,7 @@ type applyFlags struct {
 
 // withApply adds the --apply flags to colo partition and checks them before the search
 // runs (bad input stops the command before anything is computed or written).
-func withApply(cmd *cobra.Command, policies, workload, workloads *string) *applyFlags {
+func withApply(cmd *cobra.Command, policies, wl, workloads *string) *applyFlags {
 	f := &applyFlags{}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.apply, "apply", false, "write the policy's masks into resctrl: one control group per cluster (colo.part-POLICY-cN) holding its applications' tasks; needs one --policy, one workload, and --pid/--cgroup for every application")
@@ -46,13 +46,13 @@ func withApply(cmd *cobra.Command, policies, workload, workloads *string) *apply
 		if strings.Contains(*policies, ",") {
 			return badInputf("--apply: give one --policy (got %q)", *policies)
 		}
-		if *workloads != "" || *workload == "" {
+		if *workloads != "" || *wl == "" {
 			return badInputf("--apply: give the one workload with --workload a,b,c")
 		}
 		if f.domain < 0 {
 			return badInputf("--domain %d: must be ≥ 0", f.domain)
 		}
-		tasks, err := f.resolveTasks(strings.Split(*workload, ","))
+		tasks, err := f.resolveTasks(strings.Split(*wl, ","))
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func (f *applyFlags) resolveTasks(names []string) (map[string][]int, error) {
 		}
 	}
 	for _, kv := range f.cgroups {
-		if err := add("cgroup", kv, rt.CgroupDirThreads); err != nil {
+		if err := add("cgroup", kv, workload.CgroupDirThreads); err != nil {
 			return nil, err
 		}
 	}
@@ -112,7 +112,7 @@ func threadsOfPID(v string) ([]int, error) {
 	if err != nil || pid <= 0 {
 		return nil, fmt.Errorf("%q is not a process ID", v)
 	}
-	return rt.ProcessThreads(pid)
+	return workload.ProcessThreads(pid)
 }
 
 // applyPartition writes doc's single result into resctrl (colo partition --apply) through

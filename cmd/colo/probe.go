@@ -15,7 +15,7 @@ import (
 	"colo/probe"
 	"colo/probe/dockerprobe"
 	"colo/probe/simprobe"
-	"colo/runtime/docker"
+	"colo/workload/docker"
 	"colo/sim"
 )
 

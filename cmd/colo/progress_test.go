@@ -10,8 +10,8 @@ import (
 
 	"colo/internal/progress"
 	"colo/platform/linux"
-	"colo/runtime/docker"
-	"colo/runtime/docker/dockertest"
+	"colo/workload/docker"
+	"colo/workload/docker/dockertest"
 
 	"github.com/creack/pty"
 )

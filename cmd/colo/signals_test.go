@@ -19,8 +19,8 @@ import (
 	"colo/internal/emutest"
 	"colo/platform/linux"
 	"colo/resctrl/emu"
-	"colo/runtime/docker"
-	"colo/runtime/docker/dockertest"
+	"colo/workload/docker"
+	"colo/workload/docker/dockertest"
 	"colo/store"
 )
 

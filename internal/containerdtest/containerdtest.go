@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"colo/runtime/docker"
+	"colo/workload/docker"
 )
 
 // Binaries are the programs Bin's directory must hold.

@@ -18,7 +18,7 @@ var pure = []string{"colo/sched", "colo/policy/...", "colo/probe", "colo/predict
 	"colo/resctrl/plan", "colo/perfmetric", "colo/agent/profiling"} // the group planner is pure although it lives under resctrl
 
 // io are the packages the core must not reach, directly or not (with subpackages).
-var io = []string{"colo/sim", "colo/stress", "colo/runtime", "colo/platform", "colo/perf", "colo/store", "colo/resctrl",
+var io = []string{"colo/sim", "colo/stress", "colo/workload", "colo/platform", "colo/perf", "colo/store", "colo/resctrl",
 	"colo/bench", "colo/sink", "colo/report", "colo/cmd"}
 
 func under(pkg, root string) bool { return pkg == root || strings.HasPrefix(pkg, root+"/") }

@@ -37,7 +37,7 @@ import (
 	"colo/k8s/scoring"
 	"colo/k8s/testcluster"
 	"colo/resctrl/emu"
-	"colo/runtime/docker"
+	"colo/workload/docker"
 )
 
 // nodeImages builds the static colo binary, its image (`colo image build`) and the pod

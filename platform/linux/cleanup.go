@@ -9,9 +9,9 @@ import (
 
 	"colo/resctrl"
 	"colo/resctrl/journal"
-	rt "colo/runtime"
-	"colo/runtime/docker"
-	"colo/runtime/process"
+	"colo/workload"
+	"colo/workload/docker"
+	"colo/workload/process"
 )
 
 // Cleanup removes what dead colo runs left, as their journals under stateDir record it
@@ -46,7 +46,7 @@ func Cleanup(ctx context.Context, stateDir string, mount func(root string) resct
 		if proc == nil {
 			proc, _ = process.New(process.Options{StateDir: filepath.Join(stateDir, "process")})
 		}
-		var rts []rt.Runtime
+		var rts []workload.Runtime
 		if dock != nil {
 			rts = append(rts, dock)
 		} else {
@@ -57,14 +57,14 @@ func Cleanup(ctx context.Context, stateDir string, mount func(root string) resct
 			rts = append(rts, proc)
 		}
 		for _, x := range rts {
-			ws, err := x.List(ctx, map[string]string{rt.LabelRun: r.Run})
+			ws, err := x.List(ctx, map[string]string{workload.LabelRun: r.Run})
 			if err != nil {
 				errs = append(errs, err)
 				runsDone = false
 				continue
 			}
 			for _, w := range ws {
-				if err := x.Remove(ctx, w.ID); err != nil && !errors.Is(err, rt.ErrNotFound) {
+				if err := x.Remove(ctx, w.ID); err != nil && !errors.Is(err, workload.ErrNotFound) {
 					errs = append(errs, err)
 					runsDone = false
 					continue

@@ -10,7 +10,7 @@ import (
 	"colo/machine"
 	"colo/perf"
 	"colo/platform"
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // Counters: perf per cgroup, runtime CPU time and statistics, resctrl monitoring.
@@ -20,7 +20,7 @@ import (
 // microarchitecture's stall-cycles raw event) and why L2 misses cannot be counted (the
 // microarchitecture's raw L2-miss event); "" when they open.
 func (p *Platform) probeCounters() (noIPCE, noL2 string) {
-	cg, err := rt.CgroupOfPID(os.Getpid())
+	cg, err := workload.CgroupOfPID(os.Getpid())
 	if err != nil {
 		why := "perf: colo's own cgroup: " + err.Error()
 		return why, why
@@ -73,7 +73,7 @@ func (p *Platform) openCounters(j *job) {
 		j.counter = c
 	}
 	if j.counter == nil || j.counter.Mode() != perf.ModeSoftware {
-		if ct, err := rt.OpenCPUTime(j.cg); err == nil {
+		if ct, err := workload.OpenCPUTime(j.cg); err == nil {
 			j.cputime = ct
 		} else {
 			p.notef("job %s: CPU time unavailable: %v", j.spec.Name, err)
@@ -162,10 +162,10 @@ func (p *Platform) read(j *job) (platform.Counters, error) {
 
 // DockerStats returns the latest runtime statistics sample of a job and how many were
 // taken (the one-shot stats endpoint for Docker, cgroup files for processes).
-func (p *Platform) DockerStats(id int) (rt.Stats, int, error) {
+func (p *Platform) DockerStats(id int) (workload.Stats, int, error) {
 	j, err := p.get(id)
 	if err != nil {
-		return rt.Stats{}, 0, err
+		return workload.Stats{}, 0, err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -11,8 +11,8 @@ import (
 	"colo/machine"
 	"colo/platform"
 	"colo/resctrl/plan"
-	rt "colo/runtime"
-	"colo/runtime/process"
+	"colo/workload"
+	"colo/workload/process"
 )
 
 // Jobs: each job is a container (or a process) pinned to its cores; Start, Stop, Move
@@ -134,10 +134,10 @@ func (p *Platform) Start(js platform.Job, cpus []int) error {
 	if err != nil {
 		return err
 	}
-	spec := rt.Spec{
+	spec := workload.Spec{
 		Name:    fmt.Sprintf("colo-%s-j%d-%s", p.run, js.ID, sanitize(js.Name)),
 		Command: args, Env: js.Env, Cpuset: machine.FormatCPUList(cpus),
-		Labels: map[string]string{rt.LabelRun: p.run, rt.LabelJob: js.Name},
+		Labels: map[string]string{workload.LabelRun: p.run, workload.LabelJob: js.Name},
 	}
 	if a := sanitize(js.Name); a != "" {
 		spec.Aliases = []string{a}
@@ -172,7 +172,7 @@ func (p *Platform) Start(js platform.Job, cpus []int) error {
 		undo()
 		return fmt.Errorf("job %s: %w", js.Name, err)
 	}
-	if werr == nil || info.State != rt.Running {
+	if werr == nil || info.State != workload.Running {
 		msg := p.output(rid)
 		undo()
 		return fmt.Errorf("job %s: its container exited at once (%s)%s; check the image and command %q", js.Name, info.Exit, msg, js.Command)
@@ -245,10 +245,10 @@ func (p *Platform) stopJob(j *job) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.o.StopGrace+10*time.Second)
 	defer cancel()
-	if err := p.rtm.Stop(ctx, j.rid, p.o.StopGrace); err != nil && !errors.Is(err, rt.ErrNotFound) {
+	if err := p.rtm.Stop(ctx, j.rid, p.o.StopGrace); err != nil && !errors.Is(err, workload.ErrNotFound) {
 		errs = append(errs, err)
 	}
-	if err := p.rtm.Remove(ctx, j.rid); err != nil && !errors.Is(err, rt.ErrNotFound) {
+	if err := p.rtm.Remove(ctx, j.rid); err != nil && !errors.Is(err, workload.ErrNotFound) {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -296,11 +296,11 @@ func (p *Platform) SetQuota(id int, quota float64) error {
 	if !(quota > 0 && quota <= 1) {
 		return fmt.Errorf("job %s: CPU quota %v: want a fraction in (0, 1] of its cores' time", j.spec.Name, quota)
 	}
-	q, err := rt.CFSQuota(quota, len(j.cpus), rt.CFSPeriod)
+	q, err := workload.CFSQuota(quota, len(j.cpus), workload.CFSPeriod)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
-	if err := p.rtm.SetCPUQuota(p.ctx, j.rid, q, rt.CFSPeriod); err != nil {
+	if err := p.rtm.SetCPUQuota(p.ctx, j.rid, q, workload.CFSPeriod); err != nil {
 		return fmt.Errorf("job %s: %w", j.spec.Name, err)
 	}
 	j.quota = quota

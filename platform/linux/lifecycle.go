@@ -18,9 +18,9 @@ import (
 	"colo/resctrl"
 	"colo/resctrl/journal"
 	"colo/resctrl/plan"
-	rt "colo/runtime"
-	"colo/runtime/docker"
-	"colo/runtime/process"
+	"colo/workload"
+	"colo/workload/docker"
+	"colo/workload/process"
 )
 
 // Lifecycle: New prepares the host (journal, reconcile of dead runs, runtime, network,
@@ -147,7 +147,7 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.rtm = o.Runtime0
 	case o.Runtime == "docker":
 		l := ownLabels()
-		l[rt.LabelRun] = p.run
+		l[workload.LabelRun] = p.run
 		d, err := docker.New(p.ctx, docker.Options{Labels: l})
 		if err != nil {
 			return nil, err
@@ -155,7 +155,7 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.dock, p.rtm = d, d
 	case o.Runtime == "process":
 		l := ownLabels()
-		l[rt.LabelRun] = p.run
+		l[workload.LabelRun] = p.run
 		pr, err := process.New(process.Options{StateDir: filepath.Join(o.StateDir, "process"), Labels: l})
 		if err != nil {
 			return nil, err
@@ -273,14 +273,14 @@ func (p *Platform) reconcile() error {
 		return err
 	}
 	for _, w := range ws {
-		if live[w.Labels[rt.LabelRun]] || alive(w.Labels[labelPID]) {
+		if live[w.Labels[workload.LabelRun]] || alive(w.Labels[labelPID]) {
 			continue // a live run's (this process's, another colo process's)
 		}
-		if err := p.rtm.Remove(p.ctx, w.ID); err != nil && !errors.Is(err, rt.ErrNotFound) && !strings.Contains(err.Error(), "already in progress") {
+		if err := p.rtm.Remove(p.ctx, w.ID); err != nil && !errors.Is(err, workload.ErrNotFound) && !strings.Contains(err.Error(), "already in progress") {
 			errs = append(errs, err)
 			continue
 		}
-		p.notef("removed %s left by an earlier colo run (%s, run %s)", w.Name, w.State, w.Labels[rt.LabelRun])
+		p.notef("removed %s left by an earlier colo run (%s, run %s)", w.Name, w.State, w.Labels[workload.LabelRun])
 	}
 	if p.dock != nil {
 		nets, err := p.dock.ListNetworks(p.ctx, mine)

@@ -30,8 +30,8 @@ import (
 	"colo/platform"
 	"colo/resctrl/journal"
 	"colo/resctrl/plan"
-	rt "colo/runtime"
-	"colo/runtime/docker"
+	"colo/workload"
+	"colo/workload/docker"
 )
 
 // Options configure the platform.
@@ -65,7 +65,7 @@ type Options struct {
 	// (tests: an AMD machine with one L3 domain per CCX on the in-process emulator).
 	Machine *machine.Profile
 	// Runtime0, when set, replaces the runtime Runtime names (tests: a fake runtime).
-	Runtime0 rt.Runtime
+	Runtime0 workload.Runtime
 	// Prefix names this instance's resctrl groups (default colo.<run>.; tests give two
 	// platforms the same one to compare their trees).
 	Prefix string
@@ -93,9 +93,9 @@ type job struct {
 	rid     string // runtime ID
 	cpus    []int
 	socket  int
-	cg      rt.Cgroup
+	cg      workload.Cgroup
 	counter *perf.Counter
-	cputime *rt.CPUTime
+	cputime *workload.CPUTime
 	base    platform.Counters // counts of counters closed by Move
 	quota   float64           // CPU quota (fraction of its cores' time; 0 or 1: none)
 	done    chan struct{}
@@ -103,9 +103,9 @@ type job struct {
 	mu           sync.Mutex
 	stopping     bool
 	exited       bool
-	exit         rt.Exit
+	exit         workload.Exit
 	exitReported bool
-	stats        rt.Stats
+	stats        workload.Stats
 	statsN       int
 	statsErr     string
 	lastCPU      time.Duration
@@ -115,7 +115,7 @@ type job struct {
 type Platform struct {
 	o       Options
 	m       *machine.Profile
-	rtm     rt.Runtime
+	rtm     workload.Runtime
 	dock    *docker.Runtime
 	rdt     RDT
 	run     string

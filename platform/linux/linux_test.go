@@ -17,10 +17,10 @@ import (
 
 	"colo/bench"
 	"colo/perf/perftest"
-	rt "colo/runtime"
-	"colo/runtime/docker"
-	"colo/runtime/docker/dockertest"
 	"colo/sched"
+	"colo/workload"
+	"colo/workload/docker"
+	"colo/workload/docker/dockertest"
 )
 
 func TestSplitCommand(t *testing.T) {
@@ -470,7 +470,7 @@ func TestProcessRuntimePlatform(t *testing.T) {
 		t.Errorf("state files left: %v", left)
 	}
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, m := range rt.Mounts(mi) {
+	for _, m := range workload.Mounts(mi) {
 		if ents, _ := filepath.Glob(filepath.Join(m.Dir, "colo", "colo-*")); len(ents) != 0 {
 			t.Errorf("cgroups left: %v", ents)
 		}

@@ -16,8 +16,8 @@ import (
 	"colo/bench"
 	simplatform "colo/platform/sim"
 	"colo/resctrl"
-	rt "colo/runtime"
 	"colo/sim"
+	"colo/workload"
 )
 
 // fakeRuntime is a runtime without processes: each workload is a cgroup directory whose
@@ -34,7 +34,7 @@ type fakeRuntime struct {
 }
 
 type fakeWorkload struct {
-	info rt.Info
+	info workload.Info
 	pid  int
 	done chan struct{}
 }
@@ -47,7 +47,7 @@ func newFakeRuntime(t *testing.T, gone func(int)) *fakeRuntime {
 
 func (f *fakeRuntime) Name() string { return "fake" }
 
-func (f *fakeRuntime) Create(_ context.Context, s rt.Spec) (string, error) {
+func (f *fakeRuntime) Create(_ context.Context, s workload.Spec) (string, error) {
 	m := jobOfName.FindStringSubmatch(s.Name)
 	if m == nil {
 		return "", fmt.Errorf("fake runtime: no job ID in %q", s.Name)
@@ -66,7 +66,7 @@ func (f *fakeRuntime) Create(_ context.Context, s rt.Spec) (string, error) {
 		return "", err
 	}
 	f.ws[rid] = &fakeWorkload{pid: pid, done: make(chan struct{}),
-		info: rt.Info{ID: rid, Name: s.Name, State: rt.Created, Cgroup: rt.Cgroup{Version: 1, Dirs: map[string]string{"cpu": dir}}, Labels: s.Labels}}
+		info: workload.Info{ID: rid, Name: s.Name, State: workload.Created, Cgroup: workload.Cgroup{Version: 1, Dirs: map[string]string{"cpu": dir}}, Labels: s.Labels}}
 	return rid, nil
 }
 
@@ -75,7 +75,7 @@ func (f *fakeRuntime) get(id string) (*fakeWorkload, error) {
 	defer f.mu.Unlock()
 	w, ok := f.ws[id]
 	if !ok {
-		return nil, fmt.Errorf("workload %s: %w", id, rt.ErrNotFound)
+		return nil, fmt.Errorf("workload %s: %w", id, workload.ErrNotFound)
 	}
 	return w, nil
 }
@@ -84,7 +84,7 @@ func (f *fakeRuntime) Start(_ context.Context, id string) error {
 	w, err := f.get(id)
 	if err == nil {
 		f.mu.Lock()
-		w.info.State, w.info.PID = rt.Running, w.pid
+		w.info.State, w.info.PID = workload.Running, w.pid
 		f.mu.Unlock()
 	}
 	return err
@@ -94,7 +94,7 @@ func (f *fakeRuntime) Stop(_ context.Context, id string, _ time.Duration) error 
 	w, err := f.get(id)
 	if err == nil {
 		f.mu.Lock()
-		w.info.State = rt.Exited
+		w.info.State = workload.Exited
 		f.mu.Unlock()
 	}
 	return err
@@ -116,33 +116,37 @@ func (f *fakeRuntime) Remove(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) Wait(ctx context.Context, id string) (rt.Exit, error) {
+func (f *fakeRuntime) Wait(ctx context.Context, id string) (workload.Exit, error) {
 	w, err := f.get(id)
 	if err != nil {
-		return rt.Exit{}, err
+		return workload.Exit{}, err
 	}
 	select {
 	case <-w.done:
-		return rt.Exit{}, nil
+		return workload.Exit{}, nil
 	case <-ctx.Done():
-		return rt.Exit{}, ctx.Err()
+		return workload.Exit{}, ctx.Err()
 	}
 }
 
-func (f *fakeRuntime) Inspect(_ context.Context, id string) (rt.Info, error) {
+func (f *fakeRuntime) Inspect(_ context.Context, id string) (workload.Info, error) {
 	w, err := f.get(id)
 	if err != nil {
-		return rt.Info{}, err
+		return workload.Info{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return w.info, nil
 }
 
-func (f *fakeRuntime) List(context.Context, map[string]string) ([]rt.Info, error) { return nil, nil }
-func (f *fakeRuntime) Stats(context.Context, string) (rt.Stats, error)            { return rt.Stats{}, nil }
-func (f *fakeRuntime) SetCpuset(context.Context, string, string) error            { return nil }
-func (f *fakeRuntime) Close() error                                               { return nil }
+func (f *fakeRuntime) List(context.Context, map[string]string) ([]workload.Info, error) {
+	return nil, nil
+}
+func (f *fakeRuntime) Stats(context.Context, string) (workload.Stats, error) {
+	return workload.Stats{}, nil
+}
+func (f *fakeRuntime) SetCpuset(context.Context, string, string) error { return nil }
+func (f *fakeRuntime) Close() error                                    { return nil }
 func (f *fakeRuntime) SetCPUQuota(context.Context, string, time.Duration, time.Duration) error {
 	return fmt.Errorf("the fake runtime has no CPU quota")
 }

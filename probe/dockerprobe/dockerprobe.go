@@ -43,9 +43,9 @@ import (
 	"colo/metric"
 	"colo/perf"
 	"colo/probe"
-	rt "colo/runtime"
-	"colo/runtime/docker"
 	"colo/stress"
+	"colo/workload"
+	"colo/workload/docker"
 )
 
 // Config is one probe.
@@ -140,7 +140,7 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 
 	interval := cfg.Probe.Frequency / 2 // ≥ 1 work line per sample
 	cmd := append(append([]string(nil), cfg.Target...), "--interval", interval.String(), "--json")
-	tid, err := create(ctx, r, rt.Spec{Name: cfg.Name + "-target", Image: cfg.Image, Command: cmd, Cpuset: fmt.Sprint(cfg.TargetCPU)}, "target")
+	tid, err := create(ctx, r, workload.Spec{Name: cfg.Name + "-target", Image: cfg.Image, Command: cmd, Cpuset: fmt.Sprint(cfg.TargetCPU)}, "target")
 	if err != nil {
 		return res, err
 	}
@@ -152,7 +152,7 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 	if err != nil {
 		return res, err
 	}
-	if info.State != rt.Running {
+	if info.State != workload.Running {
 		logs, _ := r.Logs(ctx, tid, 20)
 		return res, fmt.Errorf("target %q exited at once: %s\n%s", res.Target, info.Exit, logs)
 	}
@@ -231,7 +231,7 @@ func Run(ctx context.Context, r *docker.Runtime, cfg Config) (res Result, err er
 // cache/index*/shared_cpu_list of the highest level); when sysfs has no cache topology,
 // every other online core.
 func SameLLC(cpu int) ([]int, error) {
-	online, err := rt.OnlineCPUs()
+	online, err := workload.OnlineCPUs()
 	if err != nil {
 		return nil, err
 	}
@@ -270,12 +270,12 @@ func SameLLC(cpu int) ([]int, error) {
 // share still falls while a stressor runs on a busy 2-core host, because host processes
 // the neighbour displaces from its core move onto the target's; Result.CPUShare reports
 // it.) The empty parents stay behind for the next probe.
-func create(ctx context.Context, r *docker.Runtime, s rt.Spec, role string) (string, error) {
+func create(ctx context.Context, r *docker.Runtime, s workload.Spec, role string) (string, error) {
 	s.CgroupParent = "/colo-probe-" + role
 	if r.CgroupDriver() == "systemd" {
 		s.CgroupParent = "colo-probe-" + role + ".slice"
 	}
-	s.Labels = map[string]string{rt.LabelJob: s.Name}
+	s.Labels = map[string]string{workload.LabelJob: s.Name}
 	return r.Create(ctx, s)
 }
 
@@ -297,7 +297,7 @@ func (n *neighbour) Start(ctx context.Context, kind string) (func() error, error
 	if i := slices.Index(probe.Stressors, kind); i >= 0 && n.s != nil {
 		n.s.segment(i + 1)
 	}
-	spec := rt.Spec{Name: n.name + "-nb-" + kind, Image: n.image, Cpuset: machine.FormatCPUList(n.cpus),
+	spec := workload.Spec{Name: n.name + "-nb-" + kind, Image: n.image, Cpuset: machine.FormatCPUList(n.cpus),
 		Command: []string{"stress", kind, "--workers", fmt.Sprint(len(n.cpus)), "--interval", "50ms", "--json"}}
 	id, err := create(ctx, n.r, spec, "neighbour")
 	if err != nil {

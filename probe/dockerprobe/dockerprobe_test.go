@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"colo/probe"
-	rt "colo/runtime"
-	"colo/runtime/docker"
-	"colo/runtime/docker/dockertest"
+	"colo/workload"
+	"colo/workload/docker"
+	"colo/workload/docker/dockertest"
 )
 
 func TestSameLLC(t *testing.T) {
-	online, err := rt.OnlineCPUs()
+	online, err := workload.OnlineCPUs()
 	if err != nil {
 		t.Skip(err)
 	}
@@ -49,7 +49,7 @@ func TestProbeOnDocker(t *testing.T) {
 		t.Skip("real Docker probe (about 30 s)")
 	}
 	r := dockertest.Require(t, docker.Options{})
-	online, err := rt.OnlineCPUs()
+	online, err := workload.OnlineCPUs()
 	if err != nil || len(online) < 2 {
 		t.Skipf("needs 2 online cores (have %v, %v)", online, err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"colo/cbm"
 	"colo/resctrl"
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // partition is the probe's isolated CLOS (seed000.md §2.6 step 3): one resctrl group for
@@ -74,7 +74,7 @@ func newPartition(root, name string, ways, mba int) (*partition, error) {
 
 // add moves every thread of a container's cgroup into the partition (threads created
 // later inherit the CLOS from their parent).
-func (p *partition) add(cg rt.Cgroup) error {
+func (p *partition) add(cg workload.Cgroup) error {
 	tids, err := cg.Threads()
 	if err != nil {
 		return fmt.Errorf("partition %s: threads of %v: %w", p.path, cg, err)

@@ -9,7 +9,7 @@ import (
 	"colo/internal/emutest"
 	"colo/resctrl"
 	"colo/resctrl/emu"
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // The isolated partition on the resctrl emulator's FUSE mount: one CLOS with the lowest
@@ -35,7 +35,7 @@ func TestPartitionOnEmulator(t *testing.T) {
 			t.Fatalf("domain %d: mask %#x MB %d, want 0xf and 30", d, mask, mba)
 		}
 	}
-	cg, err := rt.CgroupOfPID(os.Getpid())
+	cg, err := workload.CgroupOfPID(os.Getpid())
 	if err != nil {
 		t.Skipf("no cgroup for this process: %v", err)
 	}

@@ -10,9 +10,9 @@ import (
 	"colo/metric"
 	"colo/perf"
 	"colo/probe"
-	rt "colo/runtime"
-	"colo/runtime/docker"
 	"colo/stress"
+	"colo/workload"
+	"colo/workload/docker"
 )
 
 // sampler implements probe.Sampler for the target container.
@@ -29,7 +29,7 @@ type sampler struct {
 	unit        string
 	counter     *perf.Counter // open in every mode but ModeNone
 	hw          bool
-	cgCPU       *rt.CPUTime // ModeNone: cgroup CPU time
+	cgCPU       *workload.CPUTime // ModeNone: cgroup CPU time
 
 	mu        sync.Mutex
 	work, cpu float64 // latest pair (cumulative)
@@ -56,7 +56,7 @@ type sampler struct {
 	waitNewMax time.Duration
 }
 
-func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup, cpu int, po perf.Options) (*sampler, error) {
+func newSampler(ctx context.Context, r *docker.Runtime, id string, cg workload.Cgroup, cpu int, po perf.Options) (*sampler, error) {
 	s := newBare()
 	po.Quiet = true
 	c, err := perf.OpenCgroup(cg.PerfEventDir(), []int{cpu}, po)
@@ -83,7 +83,7 @@ func newSampler(ctx context.Context, r *docker.Runtime, id string, cg rt.Cgroup,
 // useCounter picks the metric from what the target's counters could open (see the
 // package comment) and keeps the counter, or the cgroup's CPU time when perf is not
 // permitted at all.
-func (s *sampler) useCounter(c *perf.Counter, cg rt.Cgroup) error {
+func (s *sampler) useCounter(c *perf.Counter, cg workload.Cgroup) error {
 	switch c.Mode() {
 	case perf.ModeHardware:
 		s.counter, s.hw = c, true
@@ -98,7 +98,7 @@ func (s *sampler) useCounter(c *perf.Counter, cg rt.Cgroup) error {
 	default:
 		c.Close()
 		var err error
-		if s.cgCPU, err = rt.OpenCPUTime(cg); err != nil {
+		if s.cgCPU, err = workload.OpenCPUTime(cg); err != nil {
 			return err
 		}
 		s.metric, s.why = probe.MetricCPURate, "perf events not permitted ("+c.Reason()+"): the target's work per CPU second, CPU time from the cgroup's accounting"

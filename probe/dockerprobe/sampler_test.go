@@ -14,8 +14,8 @@ import (
 	"colo/perf"
 	"colo/perf/perftest"
 	"colo/probe"
-	rt "colo/runtime"
 	"colo/stress"
+	"colo/workload"
 )
 
 // The rate sampler pairs each progress line with the CPU time read at its arrival and
@@ -106,7 +106,7 @@ func TestMetricFromCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := newBare()
-		if err := s.useCounter(c, rt.Cgroup{}); err != nil {
+		if err := s.useCounter(c, workload.Cgroup{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.close)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	rt "colo/runtime"
-	"colo/runtime/docker"
-	"colo/runtime/docker/dockertest"
+	"colo/workload"
+	"colo/workload/docker"
+	"colo/workload/docker/dockertest"
 )
 
 type env struct {
@@ -23,7 +23,7 @@ type env struct {
 func setup(t *testing.T, network bool) env {
 	t.Helper()
 	run := dockertest.Name(t, "run")
-	opts := docker.Options{Labels: map[string]string{rt.LabelRun: run}}
+	opts := docker.Options{Labels: map[string]string{workload.LabelRun: run}}
 	if network {
 		opts.Network = dockertest.Name(t, "net")
 	}
@@ -35,7 +35,7 @@ func setup(t *testing.T, network bool) env {
 	return env{r: r, image: img, run: run}
 }
 
-func (e env) create(t *testing.T, s rt.Spec) string {
+func (e env) create(t *testing.T, s workload.Spec) string {
 	t.Helper()
 	ctx := context.Background()
 	if s.Image == "" {
@@ -54,13 +54,13 @@ func TestLifecycleCgroupStats(t *testing.T) {
 	ctx := context.Background()
 	vol := t.TempDir()
 	name := dockertest.Name(t, "life")
-	id := e.create(t, rt.Spec{
+	id := e.create(t, workload.Spec{
 		Name: name, Command: []string{"write", "/data/out.txt"}, Env: map[string]string{"MSG": "hello colo"},
-		Cpuset: "0", MemoryBytes: 64 << 20, Mounts: []rt.Mount{{Source: vol, Target: "/data"}},
-		Labels: map[string]string{rt.LabelJob: "writer"},
+		Cpuset: "0", MemoryBytes: 64 << 20, Mounts: []workload.Mount{{Source: vol, Target: "/data"}},
+		Labels: map[string]string{workload.LabelJob: "writer"},
 	})
 	info, err := e.r.Inspect(ctx, id)
-	if err != nil || info.State != rt.Created || info.PID != 0 {
+	if err != nil || info.State != workload.Created || info.PID != 0 {
 		t.Fatalf("created: %+v %v", info, err)
 	}
 	if err := e.r.Start(ctx, id); err != nil {
@@ -79,13 +79,13 @@ func TestLifecycleCgroupStats(t *testing.T) {
 		t.Fatalf("volume file = %q, %v", got, err)
 	}
 	info, err = e.r.Inspect(ctx, id)
-	if err != nil || info.State != rt.Running || info.PID <= 0 || info.Name != name || info.Cpuset != "0" {
+	if err != nil || info.State != workload.Running || info.PID <= 0 || info.Name != name || info.Cpuset != "0" {
 		t.Fatalf("running: %+v %v", info, err)
 	}
 	if !strings.Contains(info.Cgroup.Path, id) {
 		t.Errorf("cgroup path %q does not name the container", info.Cgroup.Path)
 	}
-	if want, _ := rt.ExpectedCgroupPath(e.r.CgroupDriver(), "", id); info.Cgroup.Path != want {
+	if want, _ := workload.ExpectedCgroupPath(e.r.CgroupDriver(), "", id); info.Cgroup.Path != want {
 		t.Errorf("cgroup path %q, driver %s expects %q", info.Cgroup.Path, e.r.CgroupDriver(), want)
 	}
 	if _, err := os.Stat(info.Cgroup.PerfEventDir()); err != nil {
@@ -103,7 +103,7 @@ func TestLifecycleCgroupStats(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	// Re-pinning reaches the kernel's cpuset of the container.
-	if cpus, _ := rt.OnlineCPUs(); len(cpus) > 1 {
+	if cpus, _ := workload.OnlineCPUs(); len(cpus) > 1 {
 		if err := e.r.SetCpuset(ctx, id, "1"); err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestLifecycleCgroupStats(t *testing.T) {
 			t.Errorf("cpuset after SetCpuset: %q", got)
 		}
 	}
-	list, err := e.r.List(ctx, map[string]string{rt.LabelRun: e.run, rt.LabelJob: "writer"})
+	list, err := e.r.List(ctx, map[string]string{workload.LabelRun: e.run, workload.LabelJob: "writer"})
 	if err != nil || len(list) != 1 || list[0].ID != id {
 		t.Fatalf("list %+v %v", list, err)
 	}
@@ -126,10 +126,10 @@ func TestLifecycleCgroupStats(t *testing.T) {
 	if err := e.r.Remove(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.r.Remove(ctx, id); !errors.Is(err, rt.ErrNotFound) {
+	if err := e.r.Remove(ctx, id); !errors.Is(err, workload.ErrNotFound) {
 		t.Errorf("second remove: %v, want ErrNotFound", err)
 	}
-	if list, _ := e.r.List(ctx, map[string]string{rt.LabelRun: e.run}); len(list) != 0 {
+	if list, _ := e.r.List(ctx, map[string]string{workload.LabelRun: e.run}); len(list) != 0 {
 		t.Errorf("left behind: %+v", list)
 	}
 }
@@ -137,7 +137,7 @@ func TestLifecycleCgroupStats(t *testing.T) {
 func TestExitCodesAndImmediateExit(t *testing.T) {
 	e := setup(t, false)
 	ctx := context.Background()
-	id := e.create(t, rt.Spec{Name: dockertest.Name(t, "exit3"), Command: []string{"exit", "3"}})
+	id := e.create(t, workload.Spec{Name: dockertest.Name(t, "exit3"), Command: []string{"exit", "3"}})
 	if err := e.r.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -146,14 +146,14 @@ func TestExitCodesAndImmediateExit(t *testing.T) {
 		t.Fatalf("exit %v %v", ex, err)
 	}
 	info, err := e.r.Inspect(ctx, id)
-	if err != nil || info.State != rt.Exited || info.Exit.Code != 3 || info.PID != 0 {
+	if err != nil || info.State != workload.Exited || info.Exit.Code != 3 || info.PID != 0 {
 		t.Fatalf("inspect after exit: %+v %v", info, err)
 	}
 	if logs, err := e.r.Logs(ctx, id, 5); err != nil || !strings.Contains(logs, "exiting with 3") {
 		t.Errorf("logs %q %v", logs, err)
 	}
 	// A clean exit is not a failure.
-	id0 := e.create(t, rt.Spec{Name: dockertest.Name(t, "exit0"), Command: []string{"exit", "0"}})
+	id0 := e.create(t, workload.Spec{Name: dockertest.Name(t, "exit0"), Command: []string{"exit", "0"}})
 	e.r.Start(ctx, id0)
 	if ex, err := e.r.Wait(ctx, id0); err != nil || ex.Failed() {
 		t.Fatalf("exit 0: %v %v", ex, err)
@@ -164,11 +164,11 @@ func TestNetworkByNameAndPrivileged(t *testing.T) {
 	e := setup(t, true)
 	ctx := context.Background()
 	server := dockertest.Name(t, "srv")
-	sid := e.create(t, rt.Spec{Name: server, Command: []string{"serve"}})
+	sid := e.create(t, workload.Spec{Name: server, Command: []string{"serve"}})
 	// Privileged containers cannot start on this VM (runc: "unable to apply caps"), so the
 	// flag is checked on a created container.
-	pid := e.create(t, rt.Spec{Name: dockertest.Name(t, "priv"), Command: []string{"exit", "0"}, Privileged: true})
-	cid := e.create(t, rt.Spec{Name: dockertest.Name(t, "cli"), Command: []string{"dial", server + ":8080"}})
+	pid := e.create(t, workload.Spec{Name: dockertest.Name(t, "priv"), Command: []string{"exit", "0"}, Privileged: true})
+	cid := e.create(t, workload.Spec{Name: dockertest.Name(t, "cli"), Command: []string{"dial", server + ":8080"}})
 	if err := e.r.Start(ctx, sid); err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +193,8 @@ func TestNetworkByNameAndPrivileged(t *testing.T) {
 
 func TestMissingImage(t *testing.T) {
 	r := dockertest.Require(t, docker.Options{})
-	_, err := r.Create(context.Background(), rt.Spec{Name: dockertest.Name(t, "noimg"), Image: "colo-missing-image:nope"})
-	if !errors.Is(err, rt.ErrNotFound) || !strings.Contains(err.Error(), "colo image build --tag colo-missing-image:nope") {
+	_, err := r.Create(context.Background(), workload.Spec{Name: dockertest.Name(t, "noimg"), Image: "colo-missing-image:nope"})
+	if !errors.Is(err, workload.ErrNotFound) || !strings.Contains(err.Error(), "colo image build --tag colo-missing-image:nope") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -202,7 +202,7 @@ func TestMissingImage(t *testing.T) {
 func TestDockerUnreachable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
 	_, err := docker.New(context.Background(), docker.Options{PingTimeout: time.Second})
-	if !errors.Is(err, rt.ErrUnavailable) || !strings.Contains(err.Error(), "start dockerd") {
+	if !errors.Is(err, workload.ErrUnavailable) || !strings.Contains(err.Error(), "start dockerd") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -216,7 +216,7 @@ func TestCgroupParent(t *testing.T) {
 	if e.r.CgroupDriver() == "systemd" {
 		parent = "colotest-parent.slice"
 	}
-	id := e.create(t, rt.Spec{Name: dockertest.Name(t, "child"), Command: []string{"sleep", "60s"}, CgroupParent: parent})
+	id := e.create(t, workload.Spec{Name: dockertest.Name(t, "child"), Command: []string{"sleep", "60s"}, CgroupParent: parent})
 	if err := e.r.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ import (
 	"strconv"
 	"strings"
 
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // Facts are read from a root directory ("/" on a real host, a fixture tree in tests).
 type Facts struct {
-	CgroupMode rt.CgroupMode
+	CgroupMode workload.CgroupMode
 	// Governors are the distinct scaling_governor values over CPUs (nil: no cpufreq).
 	Governors []string
 	// Turbo is "on", "off" or "" (unknown: no intel_pstate/no_turbo nor cpufreq/boost).
@@ -39,9 +39,9 @@ func Read(root string) Facts {
 	var f Facts
 	p := func(s string) string { return filepath.Join(root, s) }
 	if b, err := os.ReadFile(p("proc/self/mountinfo")); err == nil {
-		f.CgroupMode = rt.Mode(rt.Mounts(b))
+		f.CgroupMode = workload.Mode(workload.Mounts(b))
 	} else {
-		f.CgroupMode = rt.CgroupUnknown
+		f.CgroupMode = workload.CgroupUnknown
 	}
 	govs := map[string]bool{}
 	matches, _ := filepath.Glob(p("sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"colo/machine"
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 func hasAny(xs, ys []string) bool {
@@ -31,7 +31,7 @@ func hasAny(xs, ys []string) bool {
 	return false
 }
 
-func (r *Runtime) prepareParent(m rt.MountPoint) error {
+func (r *Runtime) prepareParent(m workload.MountPoint) error {
 	dir := filepath.Join(m.Dir, r.opts.Parent)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -52,7 +52,7 @@ func (r *Runtime) prepareParent(m rt.MountPoint) error {
 			}
 		}
 	}
-	if m.Version == 2 && r.mode == rt.CgroupV2 {
+	if m.Version == 2 && r.mode == workload.CgroupV2 {
 		// Delegate the controllers colo sets to the workload cgroups.
 		for _, d := range []string{m.Dir, dir} {
 			avail, _ := os.ReadFile(filepath.Join(d, "cgroup.controllers"))
@@ -114,14 +114,14 @@ func uniqueDirs(dirs map[string]string) []string {
 	return out
 }
 
-func versionOf(m rt.CgroupMode) int {
-	if m == rt.CgroupV2 {
+func versionOf(m workload.CgroupMode) int {
+	if m == workload.CgroupV2 {
 		return 2
 	}
 	return 1
 }
 
-func (r *Runtime) applyLimits(s rt.Spec, dirs map[string]string) error {
+func (r *Runtime) applyLimits(s workload.Spec, dirs map[string]string) error {
 	write := func(dir, file, val string) error {
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0o644); err != nil {
 			if r.ctrlErr != nil && errors.Is(err, os.ErrNotExist) {
@@ -144,7 +144,7 @@ func (r *Runtime) applyLimits(s rt.Spec, dirs map[string]string) error {
 		if err := write(d, "cpuset.cpus", cpus); err != nil {
 			return err
 		}
-	} else if d, ok := dirs[""]; ok && s.Cpuset != "" && r.mode == rt.CgroupV2 {
+	} else if d, ok := dirs[""]; ok && s.Cpuset != "" && r.mode == workload.CgroupV2 {
 		if err := write(d, "cpuset.cpus", s.Cpuset); err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func (r *Runtime) applyLimits(s rt.Spec, dirs map[string]string) error {
 			if err := write(d, "memory.limit_in_bytes", strconv.FormatInt(s.MemoryBytes, 10)); err != nil {
 				return err
 			}
-		} else if d, ok := dirs[""]; ok && r.mode == rt.CgroupV2 {
+		} else if d, ok := dirs[""]; ok && r.mode == workload.CgroupV2 {
 			if err := write(d, "memory.max", strconv.FormatInt(s.MemoryBytes, 10)); err != nil {
 				return err
 			}
@@ -165,7 +165,7 @@ func (r *Runtime) applyLimits(s rt.Spec, dirs map[string]string) error {
 
 // memoryEvents returns the OOM kill count of the cgroup (v1 memory.oom_control
 // oom_kill, v2 memory.events oom_kill).
-func memoryEvents(cg rt.Cgroup) int {
+func memoryEvents(cg workload.Cgroup) int {
 	for _, f := range []string{filepath.Join(cg.Dir("memory"), "memory.oom_control"), filepath.Join(cg.Dir("memory"), "memory.events")} {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -192,7 +192,7 @@ func kv(b []byte) map[string]uint64 {
 }
 
 func (r *Runtime) removeDirs(ctx context.Context, id string, dirs map[string]string) error {
-	cg := rt.Cgroup{Dirs: dirs}
+	cg := workload.Cgroup{Dirs: dirs}
 	for i := 0; ; i++ {
 		procs, _ := cg.Procs()
 		if len(procs) == 0 {
@@ -274,7 +274,7 @@ func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
 		return err
 	}
 	d, ok := w.cg.Dirs["cpuset"]
-	if !ok && r.mode == rt.CgroupV2 {
+	if !ok && r.mode == workload.CgroupV2 {
 		d, ok = w.cg.Dirs[""]
 	}
 	if !ok {
@@ -293,8 +293,8 @@ func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
 // cpu.cfs_period_us and cpu.cfs_quota_us on cgroup v1, cpu.max on v2; quota 0 removes
 // the limit.
 func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time.Duration) error {
-	if period < time.Millisecond || period > time.Second || (quota != 0 && quota < rt.MinCFSQuota) {
-		return fmt.Errorf("CPU quota %v per %v: the period must be 1 ms to 1 s and the quota 0 (no limit) or at least %v", quota, period, rt.MinCFSQuota)
+	if period < time.Millisecond || period > time.Second || (quota != 0 && quota < workload.MinCFSQuota) {
+		return fmt.Errorf("CPU quota %v per %v: the period must be 1 ms to 1 s and the quota 0 (no limit) or at least %v", quota, period, workload.MinCFSQuota)
 	}
 	w, err := r.get(id)
 	if err != nil {
@@ -319,7 +319,7 @@ func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time
 		}
 		return write(d, "cpu.cfs_quota_us", fmt.Sprint(quota.Microseconds()))
 	}
-	if d, ok := w.cg.Dirs[""]; ok && r.mode == rt.CgroupV2 {
+	if d, ok := w.cg.Dirs[""]; ok && r.mode == workload.CgroupV2 {
 		q := "max"
 		if quota > 0 {
 			q = fmt.Sprint(quota.Microseconds())
@@ -336,17 +336,17 @@ func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time
 }
 
 // Stats implements runtime.Runtime from the cgroup's own accounting files.
-func (r *Runtime) Stats(ctx context.Context, id string) (rt.Stats, error) {
+func (r *Runtime) Stats(ctx context.Context, id string) (workload.Stats, error) {
 	w, err := r.get(id)
 	if err != nil {
-		return rt.Stats{}, err
+		return workload.Stats{}, err
 	}
 	return CgroupStats(w.cg, w.spec.Cpuset)
 }
 
 // CgroupStats samples CPU, memory, block I/O and PIDs of any cgroup (v1 or v2).
-func CgroupStats(cg rt.Cgroup, cpuset string) (rt.Stats, error) {
-	s := rt.Stats{Time: time.Now(), Cpuset: cpuset}
+func CgroupStats(cg workload.Cgroup, cpuset string) (workload.Stats, error) {
+	s := workload.Stats{Time: time.Now(), Cpuset: cpuset}
 	read := func(dir, f string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, f)) }
 	if d := cg.Dirs["cpuacct"]; d != "" {
 		b, err := read(d, "cpuacct.usage")

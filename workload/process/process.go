@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // Options configure a Runtime.
@@ -48,21 +48,21 @@ var v1Controllers = []string{"cpuset", "cpu", "cpuacct", "memory", "pids", "blki
 // Runtime implements runtime.Runtime with processes.
 type Runtime struct {
 	opts    Options
-	mounts  []rt.MountPoint
-	mode    rt.CgroupMode
+	mounts  []workload.MountPoint
+	mode    workload.CgroupMode
 	ctrlErr error // v2 controllers could not be delegated
 
 	mu sync.Mutex
-	ws map[string]*workload
+	ws map[string]*proc
 }
 
-type workload struct {
-	spec    rt.Spec
+type proc struct {
+	spec    workload.Spec
 	labels  map[string]string
-	cg      rt.Cgroup
+	cg      workload.Cgroup
 	cmd     *exec.Cmd
-	state   rt.State
-	exit    rt.Exit
+	state   workload.State
+	exit    workload.Exit
 	done    chan struct{}
 	started time.Time
 	ended   time.Time
@@ -76,7 +76,7 @@ type stateFile struct {
 	PID    int               `json:"pid"`
 }
 
-var _ rt.Runtime = (*Runtime)(nil)
+var _ workload.Runtime = (*Runtime)(nil)
 
 // New prepares the parent cgroups. It fails when cgroups are not mounted or not writable.
 func New(opts Options) (*Runtime, error) {
@@ -94,8 +94,8 @@ func New(opts Options) (*Runtime, error) {
 		}
 		mi = b
 	}
-	r := &Runtime{opts: opts, ws: map[string]*workload{}}
-	for _, m := range rt.Mounts(mi) {
+	r := &Runtime{opts: opts, ws: map[string]*proc{}}
+	for _, m := range workload.Mounts(mi) {
 		if m.Root != "/" {
 			continue // a namespaced view; colo cannot create cgroups there
 		}
@@ -103,16 +103,16 @@ func New(opts Options) (*Runtime, error) {
 			r.mounts = append(r.mounts, m)
 		}
 	}
-	r.mode = rt.Mode(r.mounts)
+	r.mode = workload.Mode(r.mounts)
 	if len(r.mounts) == 0 {
-		return nil, fmt.Errorf("%w: no cgroup hierarchy is mounted at its root; mount cgroup2 on /sys/fs/cgroup", rt.ErrUnavailable)
+		return nil, fmt.Errorf("%w: no cgroup hierarchy is mounted at its root; mount cgroup2 on /sys/fs/cgroup", workload.ErrUnavailable)
 	}
 	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("process runtime state dir: %w", err)
 	}
 	for _, m := range r.mounts {
 		if err := r.prepareParent(m); err != nil {
-			return nil, fmt.Errorf("%w: cgroup %s: %v (the process runtime needs root)", rt.ErrUnavailable, filepath.Join(m.Dir, opts.Parent), err)
+			return nil, fmt.Errorf("%w: cgroup %s: %v (the process runtime needs root)", workload.ErrUnavailable, filepath.Join(m.Dir, opts.Parent), err)
 		}
 	}
 	return r, nil
@@ -132,7 +132,7 @@ func (r *Runtime) Close() error {
 
 // Create implements runtime.Runtime: it makes the cgroup and applies cpuset and memory
 // limit; nothing runs until Start.
-func (r *Runtime) Create(ctx context.Context, s rt.Spec) (string, error) {
+func (r *Runtime) Create(ctx context.Context, s workload.Spec) (string, error) {
 	if err := s.Validate(); err != nil {
 		return "", err
 	}
@@ -178,7 +178,7 @@ func (r *Runtime) Create(ctx context.Context, s rt.Spec) (string, error) {
 		undo()
 		return "", fmt.Errorf("workload %s: %w", s.Name, err)
 	}
-	labels := map[string]string{rt.LabelOwner: rt.OwnerValue}
+	labels := map[string]string{workload.LabelOwner: workload.OwnerValue}
 	for _, src := range []map[string]string{r.opts.Labels, s.Labels} {
 		for k, v := range src {
 			labels[k] = v
@@ -194,8 +194,8 @@ func (r *Runtime) Create(ctx context.Context, s rt.Spec) (string, error) {
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = &capped{b: out}, &capped{b: out}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: 0}
-	w := &workload{spec: s, labels: labels, cg: rt.Cgroup{Version: versionOf(r.mode), Dirs: dirs, Path: "/" + r.opts.Parent + "/" + s.Name},
-		cmd: cmd, state: rt.Created, done: make(chan struct{}), out: out}
+	w := &proc{spec: s, labels: labels, cg: workload.Cgroup{Version: versionOf(r.mode), Dirs: dirs, Path: "/" + r.opts.Parent + "/" + s.Name},
+		cmd: cmd, state: workload.Created, done: make(chan struct{}), out: out}
 	if err := r.saveState(w); err != nil {
 		undo()
 		return "", err
@@ -224,7 +224,7 @@ func (c *capped) Write(p []byte) (int, error) {
 
 func (r *Runtime) statePath(name string) string { return filepath.Join(r.opts.StateDir, name+".json") }
 
-func (r *Runtime) saveState(w *workload) error {
+func (r *Runtime) saveState(w *proc) error {
 	pid := 0
 	if w.cmd.Process != nil {
 		pid = w.cmd.Process.Pid
@@ -236,12 +236,12 @@ func (r *Runtime) saveState(w *workload) error {
 	return nil
 }
 
-func (r *Runtime) get(id string) (*workload, error) {
+func (r *Runtime) get(id string) (*proc, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.ws[id]
 	if !ok {
-		return nil, fmt.Errorf("workload %s: %w", id, rt.ErrNotFound)
+		return nil, fmt.Errorf("workload %s: %w", id, workload.ErrNotFound)
 	}
 	return w, nil
 }
@@ -254,11 +254,11 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if w.state != rt.Created {
+	if w.state != workload.Created {
 		return fmt.Errorf("workload %s is %s, not created", id, w.state)
 	}
 	if err := w.cmd.Start(); err != nil {
-		w.state, w.exit = rt.Exited, rt.Exit{Code: 127, Error: err.Error()}
+		w.state, w.exit = workload.Exited, workload.Exit{Code: 127, Error: err.Error()}
 		close(w.done)
 		return fmt.Errorf("start workload %s: %w", id, err)
 	}
@@ -269,11 +269,11 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 			return fmt.Errorf("start workload %s: move pid %d into %s: %w", id, pid, d, err)
 		}
 	}
-	w.state, w.started = rt.Running, time.Now()
+	w.state, w.started = workload.Running, time.Now()
 	r.saveState(w)
 	go func() {
 		err := w.cmd.Wait()
-		ex := rt.Exit{}
+		ex := workload.Exit{}
 		if err != nil {
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
@@ -290,7 +290,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 			ex.OOMKilled = true
 		}
 		r.mu.Lock()
-		w.state, w.exit, w.ended = rt.Exited, ex, time.Now()
+		w.state, w.exit, w.ended = workload.Exited, ex, time.Now()
 		r.mu.Unlock()
 		close(w.done)
 	}()
@@ -298,7 +298,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 }
 
 // signalAll sends sig to every process in the cgroup (children included).
-func signalAll(cg rt.Cgroup, sig syscall.Signal) {
+func signalAll(cg workload.Cgroup, sig syscall.Signal) {
 	procs, _ := cg.Procs()
 	for _, p := range procs {
 		syscall.Kill(p, sig) // vanished PIDs are normal
@@ -312,7 +312,7 @@ func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) erro
 		return err
 	}
 	r.mu.Lock()
-	running := w.state == rt.Running
+	running := w.state == workload.Running
 	r.mu.Unlock()
 	if !running {
 		return nil
@@ -347,7 +347,7 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	r.mu.Lock()
 	state := w.state
 	r.mu.Unlock()
-	if state == rt.Running {
+	if state == workload.Running {
 		if err := r.Stop(ctx, id, 0); err != nil {
 			return err
 		}
@@ -362,10 +362,10 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 }
 
 // Wait implements runtime.Runtime.
-func (r *Runtime) Wait(ctx context.Context, id string) (rt.Exit, error) {
+func (r *Runtime) Wait(ctx context.Context, id string) (workload.Exit, error) {
 	w, err := r.get(id)
 	if err != nil {
-		return rt.Exit{}, err
+		return workload.Exit{}, err
 	}
 	select {
 	case <-w.done:
@@ -373,7 +373,7 @@ func (r *Runtime) Wait(ctx context.Context, id string) (rt.Exit, error) {
 		defer r.mu.Unlock()
 		return w.exit, nil
 	case <-ctx.Done():
-		return rt.Exit{}, ctx.Err()
+		return workload.Exit{}, ctx.Err()
 	}
 }
 
@@ -389,19 +389,19 @@ func (r *Runtime) Output(id string) (string, error) {
 }
 
 // Inspect implements runtime.Runtime.
-func (r *Runtime) Inspect(ctx context.Context, id string) (rt.Info, error) {
+func (r *Runtime) Inspect(ctx context.Context, id string) (workload.Info, error) {
 	w, err := r.get(id)
 	if err != nil {
-		return rt.Info{}, err
+		return workload.Info{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	info := rt.Info{ID: id, Name: id, State: w.state, Cgroup: w.cg, Cpuset: w.spec.Cpuset, Labels: w.labels,
+	info := workload.Info{ID: id, Name: id, State: w.state, Cgroup: w.cg, Cpuset: w.spec.Cpuset, Labels: w.labels,
 		StartedAt: w.started, FinishedAt: w.ended}
-	if w.state == rt.Running {
+	if w.state == workload.Running {
 		info.PID = w.cmd.Process.Pid
 	}
-	if w.state == rt.Exited {
+	if w.state == workload.Exited {
 		info.Exit = w.exit
 	}
 	return info, nil
@@ -409,9 +409,9 @@ func (r *Runtime) Inspect(ctx context.Context, id string) (rt.Info, error) {
 
 // List implements runtime.Runtime. It includes workloads a crashed colo left behind
 // (from the state directory), reported as running when their cgroup still has processes.
-func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]rt.Info, error) {
+func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]workload.Info, error) {
 	match := func(l map[string]string) bool {
-		if l[rt.LabelOwner] != rt.OwnerValue {
+		if l[workload.LabelOwner] != workload.OwnerValue {
 			return false
 		}
 		for k, v := range labels {
@@ -421,7 +421,7 @@ func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]rt.Info
 		}
 		return true
 	}
-	var out []rt.Info
+	var out []workload.Info
 	seen := map[string]bool{}
 	r.mu.Lock()
 	names := make([]string, 0, len(r.ws))
@@ -446,10 +446,10 @@ func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]rt.Info
 		if err != nil || !match(st.Labels) {
 			continue
 		}
-		cg := rt.Cgroup{Version: versionOf(r.mode), Dirs: st.Dirs, Path: "/" + r.opts.Parent + "/" + name}
-		info := rt.Info{ID: name, Name: name, State: rt.Exited, Cgroup: cg, Labels: st.Labels}
+		cg := workload.Cgroup{Version: versionOf(r.mode), Dirs: st.Dirs, Path: "/" + r.opts.Parent + "/" + name}
+		info := workload.Info{ID: name, Name: name, State: workload.Exited, Cgroup: cg, Labels: st.Labels}
 		if procs, err := cg.Procs(); err == nil && len(procs) > 0 {
-			info.State, info.PID = rt.Running, st.PID
+			info.State, info.PID = workload.Running, st.PID
 		}
 		out = append(out, info)
 	}

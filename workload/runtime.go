@@ -1,9 +1,9 @@
-// Package runtime starts, stops and lists workloads behind one small interface, so the
-// Linux platform can run jobs as Docker containers (runtime/docker) or as plain processes
-// in their own cgroup (runtime/process) with the same code. Every workload exposes its
+// Package workload starts, stops and lists workloads behind one small interface, so the
+// Linux platform can run jobs as Docker containers (workload/docker) or as plain processes
+// in their own cgroup (workload/process) with the same code. Every workload exposes its
 // root PID and its cgroup directories: per-cgroup perf counters (package perf) and the
 // resctrl PID sync (seed000.md §1.4) read them.
-package runtime
+package workload
 
 import (
 	"context"
@@ -36,8 +36,8 @@ type Spec struct {
 	// Name is unique among running workloads; containers on the same network reach each
 	// other by it. Letters, digits, '.', '_' and '-'.
 	Name string
-	// Image is the container image (runtime/docker). It must exist locally: colo never
-	// pulls. Empty for runtime/process.
+	// Image is the container image (workload/docker). It must exist locally: colo never
+	// pulls. Empty for workload/process.
 	Image string
 	// Command is the argument vector (docker: appended to the image entrypoint;
 	// process: Command[0] is the executable).

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	rt "colo/runtime"
-	"colo/runtime/process"
+	"colo/workload"
+	"colo/workload/process"
 )
 
 func TestMain(m *testing.M) {
@@ -39,25 +39,25 @@ func newRuntime(t *testing.T, stateDir string) (*process.Runtime, string) {
 		t.Skip("the process runtime needs root to create cgroups")
 	}
 	parent := fmt.Sprintf("colo-proctest-%d", os.Getpid())
-	r, err := process.New(process.Options{Parent: parent, StateDir: stateDir, Labels: map[string]string{rt.LabelRun: "t"}})
+	r, err := process.New(process.Options{Parent: parent, StateDir: stateDir, Labels: map[string]string{workload.LabelRun: "t"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		mi, _ := os.ReadFile("/proc/self/mountinfo")
-		for _, m := range rt.Mounts(mi) {
+		for _, m := range workload.Mounts(mi) {
 			os.Remove(filepath.Join(m.Dir, parent))
 		}
 	})
 	return r, parent
 }
 
-func spec(name, mode string) rt.Spec {
-	return rt.Spec{Name: name, Command: []string{os.Args[0]}, Env: map[string]string{"COLO_PROC_TEST": mode}}
+func spec(name, mode string) workload.Spec {
+	return workload.Spec{Name: name, Command: []string{os.Args[0]}, Env: map[string]string{"COLO_PROC_TEST": mode}}
 }
 
 // start creates and starts a process of s, removed at the end of the test.
-func start(t *testing.T, r *process.Runtime, s rt.Spec) string {
+func start(t *testing.T, r *process.Runtime, s workload.Spec) string {
 	t.Helper()
 	ctx := context.Background()
 	id, err := r.Create(ctx, s)
@@ -78,11 +78,11 @@ func TestProcessLifecycle(t *testing.T) {
 	s.Cpuset, s.MemoryBytes = "0", 64<<20
 	id := start(t, r, s)
 	info, err := r.Inspect(ctx, id)
-	if err != nil || info.State != rt.Running || info.PID <= 0 {
+	if err != nil || info.State != workload.Running || info.PID <= 0 {
 		t.Fatalf("%+v %v", info, err)
 	}
 	// The kernel agrees the process is in its own cgroup.
-	cg, err := rt.CgroupOfPID(info.PID)
+	cg, err := workload.CgroupOfPID(info.PID)
 	if err != nil || cg.Path != "/"+parent+"/spinner" {
 		t.Fatalf("kernel cgroup %+v %v", cg, err)
 	}
@@ -112,7 +112,7 @@ func TestProcessLifecycle(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		s1, _ = r.Stats(ctx, id)
 	}
-	if c := rt.CPUCores(s0, s1); !(c > 0) {
+	if c := workload.CPUCores(s0, s1); !(c > 0) {
 		t.Errorf("cores used %v (stats %+v)", c, s1)
 	}
 	if s1.PerCPUPresent && len(s0.PerCPUNs) > 0 && len(s1.PerCPUNs) > 0 {
@@ -143,7 +143,7 @@ func TestProcessLifecycle(t *testing.T) {
 			t.Errorf("cgroup %s left behind", d)
 		}
 	}
-	if _, err := r.Inspect(ctx, id); !errors.Is(err, rt.ErrNotFound) {
+	if _, err := r.Inspect(ctx, id); !errors.Is(err, workload.ErrNotFound) {
 		t.Errorf("inspect after remove: %v", err)
 	}
 }
@@ -164,9 +164,9 @@ func TestProcessExitCodeAndBadSpecs(t *testing.T) {
 	if out, _ := r.Output(id); !strings.Contains(out, "bye") {
 		t.Errorf("output %q", out)
 	}
-	for _, s := range []rt.Spec{
+	for _, s := range []workload.Spec{
 		{Name: "img", Image: "colo:latest", Command: []string{"true"}},
-		{Name: "vol", Command: []string{"true"}, Mounts: []rt.Mount{{Source: "/tmp", Target: "/x"}}},
+		{Name: "vol", Command: []string{"true"}, Mounts: []workload.Mount{{Source: "/tmp", Target: "/x"}}},
 		{Name: "nocmd"},
 		{Name: "missing", Command: []string{"/nonexistent/colo-workload"}},
 		{Name: "quitter", Command: []string{os.Args[0]}}, // duplicate name
@@ -193,8 +193,8 @@ func TestProcessReconcileAfterCrash(t *testing.T) {
 	t.Cleanup(func() { r1.Remove(context.Background(), id) })
 
 	r2, _ := newRuntime(t, state) // "restarted colo": knows nothing in memory
-	list, err := r2.List(ctx, map[string]string{rt.LabelRun: "t"})
-	if err != nil || len(list) != 1 || list[0].Name != "orphan" || list[0].State != rt.Running || list[0].PID != info.PID {
+	list, err := r2.List(ctx, map[string]string{workload.LabelRun: "t"})
+	if err != nil || len(list) != 1 || list[0].Name != "orphan" || list[0].State != workload.Running || list[0].PID != info.PID {
 		t.Fatalf("list %+v %v", list, err)
 	}
 	if err := r2.Remove(ctx, "orphan"); err != nil {

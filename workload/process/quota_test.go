@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // TestProcessCPUQuota limits a spinning process to 25 ms per 100 ms through its cgroup
@@ -23,11 +23,11 @@ func TestProcessCPUQuota(t *testing.T) {
 	s.Cpuset = "0"
 	id := start(t, r, s)
 	info, _ := r.Inspect(ctx, id)
-	q, err := rt.CFSQuota(0.25, 1, rt.CFSPeriod)
+	q, err := workload.CFSQuota(0.25, 1, workload.CFSPeriod)
 	if err != nil || q != 25*time.Millisecond {
 		t.Fatalf("CFSQuota(0.25, 1 CPU, 100 ms) = %v %v, want 25ms", q, err)
 	}
-	if err := r.SetCPUQuota(ctx, id, q, rt.CFSPeriod); err != nil {
+	if err := r.SetCPUQuota(ctx, id, q, workload.CFSPeriod); err != nil {
 		t.Fatal(err)
 	}
 	read := func(f string) string {
@@ -100,11 +100,11 @@ func TestProcessCPUQuota(t *testing.T) {
 	used := time.Duration(s2.CPUTotalNs - s1.CPUTotalNs)
 	allowed := time.Duration(p2-p1+2) * q
 	t.Logf("spinner at quota 0.25: %v of CPU in %d enforcement periods (at most %v); %.3f cores; cpu.stat %q",
-		used, p2-p1, allowed, rt.CPUCores(s0, s2), st)
+		used, p2-p1, allowed, workload.CPUCores(s0, s2), st)
 	if used > allowed {
 		t.Errorf("spinner used %v of CPU in %d periods of a 25 ms quota (at most %v)", used, p2-p1, allowed)
 	}
-	if err := r.SetCPUQuota(ctx, id, 0, rt.CFSPeriod); err != nil {
+	if err := r.SetCPUQuota(ctx, id, 0, workload.CFSPeriod); err != nil {
 		t.Fatal(err)
 	}
 	if v2 {
@@ -114,7 +114,7 @@ func TestProcessCPUQuota(t *testing.T) {
 	} else if qq := read("cpu.cfs_quota_us"); qq != "-1" {
 		t.Errorf("cfs_quota_us after removing the limit %s", qq)
 	}
-	if err := r.SetCPUQuota(ctx, id, 500*time.Microsecond, rt.CFSPeriod); err == nil {
+	if err := r.SetCPUQuota(ctx, id, 500*time.Microsecond, workload.CFSPeriod); err == nil {
 		t.Error("a 0.5 ms quota (under the kernel's 1 ms) accepted")
 	}
 	for _, c := range []struct {
@@ -122,11 +122,11 @@ func TestProcessCPUQuota(t *testing.T) {
 		n    int
 		want time.Duration
 	}{{1, 4, 0}, {0.5, 4, 200 * time.Millisecond}, {0.001, 1, time.Millisecond}} {
-		if got, err := rt.CFSQuota(c.f, c.n, rt.CFSPeriod); err != nil || got != c.want {
+		if got, err := workload.CFSQuota(c.f, c.n, workload.CFSPeriod); err != nil || got != c.want {
 			t.Errorf("CFSQuota(%v, %d) = %v %v, want %v", c.f, c.n, got, err, c.want)
 		}
 	}
-	if _, err := rt.CFSQuota(0, 1, rt.CFSPeriod); err == nil {
+	if _, err := workload.CFSQuota(0, 1, workload.CFSPeriod); err == nil {
 		t.Error("quota 0 accepted")
 	}
 }

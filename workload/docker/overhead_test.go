@@ -12,19 +12,19 @@ import (
 	"time"
 
 	"colo/perf"
-	rt "colo/runtime"
-	"colo/runtime/docker"
-	"colo/runtime/docker/dockertest"
-	"colo/runtime/process"
+	"colo/workload"
+	"colo/workload/docker"
+	"colo/workload/docker/dockertest"
+	"colo/workload/process"
 )
 
 // fleet starts n idle containers and opens per-cgroup perf counters on each.
 type fleet struct {
 	r        *docker.Runtime
 	ids      []string
-	infos    []rt.Info
+	infos    []workload.Info
 	counters []*perf.Counter
-	cputime  []*rt.CPUTime
+	cputime  []*workload.CPUTime
 }
 
 func startFleet(t testing.TB, n int) *fleet {
@@ -32,7 +32,7 @@ func startFleet(t testing.TB, n int) *fleet {
 	img := dockertest.BuildProgImage(t, r, "testdata/prog")
 	ctx := context.Background()
 	f := &fleet{r: r}
-	cpus, _ := rt.OnlineCPUs()
+	cpus, _ := workload.OnlineCPUs()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -40,7 +40,7 @@ func startFleet(t testing.TB, n int) *fleet {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			id, err := r.Create(ctx, rt.Spec{Name: dockertest.Name(t, fmt.Sprintf("ovh%d", i)), Image: img, Command: []string{"sleep", "1h"}})
+			id, err := r.Create(ctx, workload.Spec{Name: dockertest.Name(t, fmt.Sprintf("ovh%d", i)), Image: img, Command: []string{"sleep", "1h"}})
 			if err != nil {
 				errs <- err
 				return
@@ -78,7 +78,7 @@ func startFleet(t testing.TB, n int) *fleet {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ct, err := rt.OpenCPUTime(info.Cgroup)
+		ct, err := workload.OpenCPUTime(info.Cgroup)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func pidOf(name string) int {
 // per container per sample, %core@10Hz and %core@50Hz what that costs at those rates, and
 // dockerd-µs/op the daemon's CPU time per round.
 //
-//	go test -run '^$' -bench CollectorOverhead ./runtime/docker
+//	go test -run '^$' -bench CollectorOverhead ./workload/docker
 func BenchmarkCollectorOverhead(b *testing.B) {
 	const n = 30
 	f := startFleet(b, n)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"colo/internal/testenv"
-	"colo/runtime/docker"
+	"colo/workload/docker"
 )
 
 // Require returns a connected Runtime (with opts) or fails/skips the test when dockerd is

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // Status of one check.
@@ -83,12 +83,12 @@ func Diagnose(f Facts, d DockerProbe, p PerfProbe, r ResctrlProbe) []Check {
 	}
 
 	switch f.CgroupMode {
-	case rt.CgroupV2:
+	case workload.CgroupV2:
 		add(Check{"cgroups", OK, "v2 (unified)", "per-container counters, CPU and memory come from one hierarchy", ""})
-	case rt.CgroupHybrid:
+	case workload.CgroupHybrid:
 		add(Check{"cgroups", OK, "hybrid (v1 controllers + v2 at /sys/fs/cgroup/unified)",
 			"controllers are read from v1; per-cgroup perf events use the v2 hierarchy unless perf_event is mounted as v1", ""})
-	case rt.CgroupV1:
+	case workload.CgroupV1:
 		add(Check{"cgroups", OK, "v1 (legacy)", "per-cgroup perf events need the v1 perf_event hierarchy mounted", ""})
 	default:
 		add(Check{"cgroups", Fail, "not mounted", "no per-container accounting or counters",

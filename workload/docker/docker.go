@@ -25,7 +25,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"colo/machine"
-	rt "colo/runtime"
+	"colo/workload"
 )
 
 // Options configure a Runtime.
@@ -50,7 +50,7 @@ type Runtime struct {
 	cpusets map[string]string
 }
 
-var _ rt.Runtime = (*Runtime)(nil)
+var _ workload.Runtime = (*Runtime)(nil)
 
 // New connects to dockerd (DOCKER_HOST or the default socket), negotiates the API
 // version and checks the daemon answers. If Options.Network is set, the network is
@@ -83,7 +83,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 }
 
 func unavailable(host string, err error) error {
-	return fmt.Errorf("%w: Docker is not reachable at %s (%v); start dockerd (systemctl start docker, or `dockerd &` as root) or point DOCKER_HOST at it", rt.ErrUnavailable, host, err)
+	return fmt.Errorf("%w: Docker is not reachable at %s (%v); start dockerd (systemctl start docker, or `dockerd &` as root) or point DOCKER_HOST at it", workload.ErrUnavailable, host, err)
 }
 
 // Name implements runtime.Runtime.
@@ -127,7 +127,7 @@ func Probe(ctx context.Context) (ServerInfo, error) {
 func (r *Runtime) CgroupDriver() string { return r.driver }
 
 func (r *Runtime) ownerLabels(extra map[string]string) map[string]string {
-	l := map[string]string{rt.LabelOwner: rt.OwnerValue}
+	l := map[string]string{workload.LabelOwner: workload.OwnerValue}
 	for k, v := range r.opts.Labels {
 		l[k] = v
 	}
@@ -178,7 +178,7 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 
 // ListNetworks returns the names of networks carrying colo's owner label and labels.
 func (r *Runtime) ListNetworks(ctx context.Context, labels map[string]string) ([]string, error) {
-	f := filters.NewArgs(filters.Arg("label", rt.LabelOwner+"="+rt.OwnerValue))
+	f := filters.NewArgs(filters.Arg("label", workload.LabelOwner+"="+workload.OwnerValue))
 	for k, v := range labels {
 		f.Add("label", k+"="+v)
 	}
@@ -199,7 +199,7 @@ func (r *Runtime) wrap(err error, what string) error {
 	case client.IsErrConnectionFailed(err):
 		return unavailable(r.host, err)
 	case cerrdefs.IsNotFound(err):
-		return fmt.Errorf("%s: %w: %v", what, rt.ErrNotFound, err)
+		return fmt.Errorf("%s: %w: %v", what, workload.ErrNotFound, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -217,7 +217,7 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 }
 
 // Create implements runtime.Runtime. It refuses images that are not present locally.
-func (r *Runtime) Create(ctx context.Context, s rt.Spec) (string, error) {
+func (r *Runtime) Create(ctx context.Context, s workload.Spec) (string, error) {
 	if err := s.Validate(); err != nil {
 		return "", err
 	}
@@ -233,7 +233,7 @@ func (r *Runtime) Create(ctx context.Context, s rt.Spec) (string, error) {
 		if strings.HasPrefix(s.Image, "colo") {
 			hint = "build it with `colo image build --tag " + s.Image + "`"
 		}
-		return "", fmt.Errorf("workload %s: image %q: %w locally and colo never pulls; %s", s.Name, s.Image, rt.ErrNotFound, hint)
+		return "", fmt.Errorf("workload %s: image %q: %w locally and colo never pulls; %s", s.Name, s.Image, workload.ErrNotFound, hint)
 	}
 	env := make([]string, 0, len(s.Env))
 	for k, v := range s.Env {
@@ -323,8 +323,8 @@ func (r *Runtime) SetCpuset(ctx context.Context, id string, cpus string) error {
 // SetCPUQuota implements runtime.Runtime (docker update --cpu-quota --cpu-period):
 // CFS bandwidth on the running container's cgroup; quota 0 removes the limit.
 func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time.Duration) error {
-	if period < time.Millisecond || period > time.Second || (quota != 0 && quota < rt.MinCFSQuota) {
-		return fmt.Errorf("CPU quota %v per %v: the period must be 1 ms to 1 s and the quota 0 (no limit) or at least %v", quota, period, rt.MinCFSQuota)
+	if period < time.Millisecond || period > time.Second || (quota != 0 && quota < workload.MinCFSQuota) {
+		return fmt.Errorf("CPU quota %v per %v: the period must be 1 ms to 1 s and the quota 0 (no limit) or at least %v", quota, period, workload.MinCFSQuota)
 	}
 	q := quota.Microseconds()
 	if quota == 0 {
@@ -338,15 +338,15 @@ func (r *Runtime) SetCPUQuota(ctx context.Context, id string, quota, period time
 }
 
 // Wait implements runtime.Runtime.
-func (r *Runtime) Wait(ctx context.Context, id string) (rt.Exit, error) {
+func (r *Runtime) Wait(ctx context.Context, id string) (workload.Exit, error) {
 	okc, errc := r.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
 	select {
 	case <-ctx.Done():
-		return rt.Exit{}, ctx.Err()
+		return workload.Exit{}, ctx.Err()
 	case err := <-errc:
-		return rt.Exit{}, r.wrap(err, "wait for container "+short(id))
+		return workload.Exit{}, r.wrap(err, "wait for container "+short(id))
 	case w := <-okc:
-		ex := rt.Exit{Code: int(w.StatusCode)}
+		ex := workload.Exit{Code: int(w.StatusCode)}
 		if w.Error != nil {
 			ex.Error = w.Error.Message
 		}
@@ -362,12 +362,12 @@ func (r *Runtime) Wait(ctx context.Context, id string) (rt.Exit, error) {
 
 // Inspect implements runtime.Runtime. For a running container it resolves the root PID's
 // cgroup from /proc (works for v1, v2, cgroupfs and systemd drivers).
-func (r *Runtime) Inspect(ctx context.Context, id string) (rt.Info, error) {
+func (r *Runtime) Inspect(ctx context.Context, id string) (workload.Info, error) {
 	c, err := r.cli.ContainerInspect(ctx, id)
 	if err != nil {
-		return rt.Info{}, r.wrap(err, "inspect container "+short(id))
+		return workload.Info{}, r.wrap(err, "inspect container "+short(id))
 	}
-	info := rt.Info{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/")}
+	info := workload.Info{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/")}
 	if c.Config != nil {
 		info.Labels = c.Config.Labels
 	}
@@ -382,39 +382,39 @@ func (r *Runtime) Inspect(ctx context.Context, id string) (rt.Info, error) {
 	info.FinishedAt, _ = time.Parse(time.RFC3339Nano, st.FinishedAt)
 	switch {
 	case st.Running:
-		info.State = rt.Running
+		info.State = workload.Running
 		info.PID = st.Pid
-		if cg, err := rt.CgroupOfPID(st.Pid); err == nil {
+		if cg, err := workload.CgroupOfPID(st.Pid); err == nil {
 			info.Cgroup = cg
 		} else if cg, err2 := r.cgroupByDriver(c.ID, c.HostConfig); err2 == nil {
 			info.Cgroup = cg
 		}
 	case st.Status == "created":
-		info.State = rt.Created
+		info.State = workload.Created
 	default:
-		info.State = rt.Exited
-		info.Exit = rt.Exit{Code: st.ExitCode, OOMKilled: st.OOMKilled, Error: st.Error}
+		info.State = workload.Exited
+		info.Exit = workload.Exit{Code: st.ExitCode, OOMKilled: st.OOMKilled, Error: st.Error}
 	}
 	return info, nil
 }
 
 // cgroupByDriver derives the cgroup from the daemon's driver when /proc/<pid> is not
 // visible (colo running in another PID namespace).
-func (r *Runtime) cgroupByDriver(id string, hc *container.HostConfig) (rt.Cgroup, error) {
+func (r *Runtime) cgroupByDriver(id string, hc *container.HostConfig) (workload.Cgroup, error) {
 	parent := ""
 	if hc != nil {
 		parent = hc.CgroupParent
 	}
-	p, err := rt.ExpectedCgroupPath(r.driver, parent, id)
+	p, err := workload.ExpectedCgroupPath(r.driver, parent, id)
 	if err != nil {
-		return rt.Cgroup{}, err
+		return workload.Cgroup{}, err
 	}
-	cg, err := rt.CgroupAtPath(p)
+	cg, err := workload.CgroupAtPath(p)
 	if err != nil {
 		return cg, err
 	}
 	if _, err := os.Stat(cg.PerfEventDir()); err != nil {
-		return rt.Cgroup{}, fmt.Errorf("cgroup of container %s: %w", short(id), err)
+		return workload.Cgroup{}, fmt.Errorf("cgroup of container %s: %w", short(id), err)
 	}
 	return cg, nil
 }
@@ -422,8 +422,8 @@ func (r *Runtime) cgroupByDriver(id string, hc *container.HostConfig) (rt.Cgroup
 // List implements runtime.Runtime: containers (running or not) with colo's owner label
 // and all the given labels (Options.Labels are not implied: a restarted colo lists
 // every run's leftovers).
-func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]rt.Info, error) {
-	f := filters.NewArgs(filters.Arg("label", rt.LabelOwner+"="+rt.OwnerValue))
+func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]workload.Info, error) {
+	f := filters.NewArgs(filters.Arg("label", workload.LabelOwner+"="+workload.OwnerValue))
 	for k, v := range labels {
 		f.Add("label", k+"="+v)
 	}
@@ -431,11 +431,11 @@ func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]rt.Info
 	if err != nil {
 		return nil, r.wrap(err, "list containers")
 	}
-	out := make([]rt.Info, 0, len(cs))
+	out := make([]workload.Info, 0, len(cs))
 	for _, c := range cs {
 		info, err := r.Inspect(ctx, c.ID)
 		if err != nil {
-			if errors.Is(err, rt.ErrNotFound) {
+			if errors.Is(err, workload.ErrNotFound) {
 				continue // removed meanwhile
 			}
 			return nil, err
@@ -463,15 +463,15 @@ func (r *Runtime) Logs(ctx context.Context, id string, tail int) (string, error)
 
 // Stats implements runtime.Runtime with the one-shot stats endpoint (no two-second
 // streaming sample; CPU rates come from two calls, runtime.CPUCores).
-func (r *Runtime) Stats(ctx context.Context, id string) (rt.Stats, error) {
+func (r *Runtime) Stats(ctx context.Context, id string) (workload.Stats, error) {
 	resp, err := r.cli.ContainerStatsOneShot(ctx, id)
 	if err != nil {
-		return rt.Stats{}, r.wrap(err, "stats of container "+short(id))
+		return workload.Stats{}, r.wrap(err, "stats of container "+short(id))
 	}
 	defer resp.Body.Close()
 	var s container.StatsResponse
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil && err != io.EOF {
-		return rt.Stats{}, fmt.Errorf("stats of container %s: %w", short(id), err)
+		return workload.Stats{}, fmt.Errorf("stats of container %s: %w", short(id), err)
 	}
 	r.mu.Lock()
 	cpuset := r.cpusets[id]
@@ -480,8 +480,8 @@ func (r *Runtime) Stats(ctx context.Context, id string) (rt.Stats, error) {
 }
 
 // convertStats maps the Engine API stats document (cgroup v1 or v2 flavour) to Stats.
-func convertStats(s container.StatsResponse, cpuset string) rt.Stats {
-	out := rt.Stats{Time: s.Read, Cpuset: cpuset, PIDs: s.PidsStats.Current}
+func convertStats(s container.StatsResponse, cpuset string) workload.Stats {
+	out := workload.Stats{Time: s.Read, Cpuset: cpuset, PIDs: s.PidsStats.Current}
 	cu := s.CPUStats.CPUUsage
 	out.CPUTotalNs = cu.TotalUsage
 	out.CPUAvailable = !s.Read.IsZero() && (cu.TotalUsage > 0 || s.CPUStats.SystemUsage > 0)
