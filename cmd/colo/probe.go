@@ -15,8 +15,8 @@ import (
 	"colo/probe"
 	"colo/probe/dockerprobe"
 	"colo/probe/simprobe"
-	"colo/workload/docker"
 	"colo/sim"
+	"colo/workload/docker"
 )
 
 // probeOutput is what `colo probe sensitivity` prints: ς per stressor on Report.Metric.

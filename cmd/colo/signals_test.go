@@ -19,9 +19,9 @@ import (
 	"colo/internal/emutest"
 	"colo/platform/linux"
 	"colo/resctrl/emu"
+	"colo/store"
 	"colo/workload/docker"
 	"colo/workload/docker/dockertest"
-	"colo/store"
 )
 
 // TestMain lets a test start this test binary as the colo command (COLO_TEST_MAIN=1):
