@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	_ "colo/policy/guard" // registers guard, static-cat-mba
 )
@@ -93,5 +95,38 @@ func TestGuardHeracles(t *testing.T) {
 	}
 	if st := rows["static-cat-mba"]; st.Throttles != 0 || st.BEThroughput <= 0 {
 		t.Errorf("static-cat-mba: %+v", st.GuardOutcome)
+	}
+}
+
+// mba_mbps holds the hog's bandwidth within the kernel selftest's 8 % once converged
+// (from 10 s on), through colo run's loop, under least-loaded (which sets no MBA itself).
+func TestMBAMBpsHeldInRun(t *testing.T) {
+	bm, err := Load("../examples/guard/mbps.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm.Noise, bm.Seed = 0.01, 1
+	rec := &Memory{}
+	if _, err := RunScheduler(bm, "least-loaded", rec); err != nil {
+		t.Fatal(err)
+	}
+	var sum, n float64
+	for _, s := range rec.Samples {
+		if s.Job == 0 && s.T >= 10*time.Second {
+			sum += s.MemBytesTotal / 1e6 / s.Interval.Seconds()
+			n++
+		}
+	}
+	if n < 20 || math.Abs(sum/n-20000) > 0.08*20000 {
+		t.Errorf("hog held at %.0f MB/s over %v samples, want 20000 ± 8 %%", sum/n, n)
+	}
+	states := ""
+	for _, e := range rec.Events {
+		if e.Kind == "bandwidth" && e.Job == 0 {
+			states += e.Text + "\n"
+		}
+	}
+	if !strings.Contains(states, "converged: requested 20000 MB/s") {
+		t.Errorf("no converged bandwidth event:\n%s", states)
 	}
 }

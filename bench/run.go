@@ -11,6 +11,7 @@ import (
 	"colo/machine"
 	"colo/metric"
 	"colo/platform"
+	"colo/policy/mbps"
 	"colo/sched"
 )
 
@@ -59,6 +60,11 @@ type rjob struct {
 	probe       *activeProbe
 	probes      int
 	violations  []Violation // samples of a server over its SLO
+	// the MB/s loop of a job with mba_mbps (holdBandwidth)
+	bw      *mbps.Controller
+	bwSeen  *sched.Sample
+	bwState mbps.State
+	bwQuota float64
 }
 
 // Violation is one collector interval, ending at At, in which a server's p99 latency
@@ -128,9 +134,11 @@ type runner struct {
 	done    []int
 	defMask map[int]uint64
 	live    []*rjob // running jobs by ID
-	err     error
-	ctx     context.Context
-	obs     *observer
+	// bwWarned: a job's mba_mbps could not be held (no MBA) and that was said
+	bwWarned bool
+	err      error
+	ctx      context.Context
+	obs      *observer
 }
 
 func (r *runner) fail(err error) {
@@ -517,6 +525,7 @@ func (r *runner) schedJob(j *rjob) sched.Job {
 // was placed.
 func (r *runner) schedule(now time.Duration) bool {
 	d := r.sch.Tick(r.observation(now))
+	r.holdBandwidth(&d)
 	for _, l := range d.Log {
 		r.event("decision", -1, l)
 	}
