@@ -100,6 +100,12 @@ var (
 
 func newLinuxRunEnv(t *testing.T) *linuxRunEnv {
 	t.Helper()
+	return newLinuxRunEnvOn(t, "intel")
+}
+
+// newLinuxRunEnvOn is newLinuxRunEnv on another emulator profile.
+func newLinuxRunEnvOn(t *testing.T, profile string) *linuxRunEnv {
+	t.Helper()
 	r := dockertest.Require(t, docker.Options{})
 	emutest.NeedFUSE(t)
 	sigImageOnce.Do(func() {
@@ -108,7 +114,7 @@ func newLinuxRunEnv(t *testing.T) *linuxRunEnv {
 	if sigImageErr != nil {
 		t.Fatal(sigImageErr)
 	}
-	e, root := emutest.MountNamed(t, "intel", emu.Options{PIDExists: emutest.ProcExists})
+	e, root := emutest.MountNamed(t, profile, emu.Options{PIDExists: emutest.ProcExists})
 	g, _ := e.State().Group("")
 	return &linuxRunEnv{dock: r, em: e, root: root, image: sigImage, state: t.TempDir(), def: g.Schemata}
 }
