@@ -566,17 +566,10 @@ func (m *Manager) profile(ctx context.Context, t tenant) {
 	if t.spec.Query.LowerIsBetter() {
 		baseline = 1 / baseline
 	}
-	p := tenantprofile.Profile{Key: t.key, Image: t.name, Source: tenantprofile.SourcePerfMetric, Metric: t.spec.String(),
+	p := tenantprofile.Profile{Key: t.key, Image: t.c.Image, Digest: t.c.Digest, Command: t.c.Command, CPUs: t.c.CPUs, Source: tenantprofile.SourcePerfMetric, Metric: t.spec.String(),
 		Baseline: baseline, LowerIsBetter: t.spec.Query.LowerIsBetter(), Dials: res.Dials, Perf: res.Perf,
 		Score: score, Spread: res.Spread, Repeats: m.o.Plan.Repeats, Seconds: time.Since(start).Seconds(),
 		At: time.Now().UTC(), Node: m.o.Node}
-	m.mu.Lock()
-	for _, c := range m.tenants {
-		if c.id == t.id {
-			p.Image = c.name
-		}
-	}
-	m.mu.Unlock()
 	if err := m.o.Store.Save(p); err != nil {
 		m.outcome(t, "failed", "store: "+err.Error())
 		return

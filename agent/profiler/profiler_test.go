@@ -189,3 +189,40 @@ func TestManagerProfilesPredictsAndChecks(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// BenchmarkProfilerOverhead is the profiler's cost per agent tick when it is not
+// profiling: Annotate over 30 containers, 10 of them profiled (their predictions under
+// the allocation), which is what the agent's tick adds.
+func BenchmarkProfilerOverhead(b *testing.B) {
+	mp, _ := machine.Get("icx-4314-2s")
+	store := tenantprofile.Store{Dir: b.TempDir()}
+	var cons []agent.Container
+	for i := range 30 {
+		c := agent.Container{ID: fmt.Sprintf("c%02d", i), Name: fmt.Sprintf("n%02d", i), Digest: fmt.Sprintf("sha256:%02d", i),
+			Labels: map[string]string{perfmetric.Label: ":9100/metrics rate(work_total)"}}
+		cons = append(cons, c)
+		if i < 10 {
+			p := tenantprofile.Profile{Key: KeyOf(c), Dials: []float64{0, 8, 16, 32}, Perf: []float64{1, 0.9, 0.8, 0.6}, Score: float64(i)}
+			if err := store.Save(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	m, err := New(Options{Store: store, Machine: mp, Plan: profiling.Plan{Dials: []float64{8, 16, 32}, Repeats: 1},
+		Policy: profiling.Policy{Classes: []string{"batch"}}, Segment: time.Second, Interval: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := &agent.Status{}
+	for i, c := range cons {
+		st.Containers = append(st.Containers, agent.ContainerStatus{ID: c.ID, Name: c.Name, Socket: i % 2, Ways: 4, Mask: "0xf",
+			Request: agent.Request{Class: agent.Batch}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range st.Containers {
+			st.Containers[i].PredictedSlowdown = nil
+		}
+		m.Annotate(st, cons)
+	}
+}

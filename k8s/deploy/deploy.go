@@ -14,7 +14,8 @@ var FS embed.FS
 // Paths in FS.
 const (
 	CRD             = "base/crd.yaml"
-	SchedulerConfig = "scheduler/scheduler.yaml" // its ConfigMap colo-scheduler-config holds config.yaml
+	ProfileCRD      = "base/coloprofile-crd.yaml" // ColoProfile (k8s/profilecrd)
+	SchedulerConfig = "scheduler/scheduler.yaml"  // its ConfigMap colo-scheduler-config holds config.yaml
 )
 
 // Dirs are the kustomization directories in FS.

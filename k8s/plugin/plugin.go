@@ -26,6 +26,7 @@ import (
 
 	"colo/k8s/nodestate"
 	"colo/k8s/placement"
+	"colo/k8s/profilecrd"
 	"colo/k8s/scoring"
 )
 
@@ -100,6 +101,16 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 				}
 			}()
 		}
+	}
+	var ix *profilecrd.Index
+	if kc := h.KubeConfig(); kc != nil {
+		dc, err := dynamic.NewForConfig(kc)
+		if err != nil {
+			return nil, err
+		}
+		ix = &profilecrd.Index{}
+		cfg.Profiles = ix
+		go ix.Run(ctx, dc, 10*time.Second, logf)
 	}
 	s := scoring.New(lib, cfg)
 	if err := scoring.WatchNodes(h.SharedInformerFactory().Core().V1().Nodes().Informer(), s.States); err != nil {

@@ -24,6 +24,11 @@ type Config struct {
 	Logf   func(format string, args ...any)
 	// MarkForProfiling is called once per pod that has no known profile (nil: not marked).
 	MarkForProfiling func(pod *corev1.Pod)
+	// Profiles gives a pod the library does not know a tenant from the cluster's online
+	// profiles (ColoProfile objects, k8s/profilecrd.Index; nil: none).
+	Profiles interface {
+		Tenant(pod *corev1.Pod, name, class string, target float64) (placement.Tenant, bool)
+	}
 }
 
 // Scorer holds the profile library and the nodes' published states.
@@ -68,6 +73,11 @@ func (s *Scorer) PodTenant(pod *corev1.Pod) placement.Tenant {
 		return placement.Tenant{Name: name, Class: "batch"}
 	}
 	t := s.lib.Tenant(name, spec.Class, spec.Target, spec.Profile)
+	if !t.Known && s.cfg.Profiles != nil {
+		if pt, ok := s.cfg.Profiles.Tenant(pod, name, spec.Class, spec.Target); ok {
+			return pt
+		}
+	}
 	if !t.Known {
 		if spec.Profile != "" {
 			s.logOnce("unknown:"+string(pod.UID), "colo: pod %s: profile %q is not in the library (%s): neutral score", name, spec.Profile, s.lib.Source)

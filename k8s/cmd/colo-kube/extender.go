@@ -17,6 +17,7 @@ import (
 
 	"colo/k8s/extender"
 	"colo/k8s/placement"
+	"colo/k8s/profilecrd"
 	"colo/k8s/scoring"
 )
 
@@ -50,7 +51,9 @@ func extenderCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
-			s := scoring.New(lib, scoring.Config{Seed: seed, MaxAge: maxAge, Logf: logf})
+			ix := &profilecrd.Index{}
+			go ix.Run(ctx, dc, 10*time.Second, logf)
+			s := scoring.New(lib, scoring.Config{Seed: seed, MaxAge: maxAge, Logf: logf, Profiles: ix})
 			srv, err := extender.Start(ctx, cs, dc, s, logf)
 			if err != nil {
 				return err

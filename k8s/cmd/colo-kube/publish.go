@@ -15,7 +15,9 @@ import (
 
 	"colo/k8s/nodestate"
 	"colo/k8s/placement"
+	"colo/k8s/profilecrd"
 	"colo/k8s/publish"
+	"colo/tenantprofile"
 )
 
 func publishCmd() *cobra.Command {
@@ -97,6 +99,13 @@ func publishCmd() *cobra.Command {
 						}
 					} else {
 						err = w.Write(ctx, st)
+					}
+				}
+				if err == nil && agent != "" && !dry {
+					// the agent's online profiles become ColoProfile objects
+					var ps []tenantprofile.Profile
+					if ps, err = profilecrd.FetchAgent(ctx, agent); err == nil {
+						err = profilecrd.Apply(ctx, w.Dynamic, ps)
 					}
 				}
 				if err != nil {
