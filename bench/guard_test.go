@@ -2,6 +2,8 @@ package bench
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +130,29 @@ func TestMBAMBpsHeldInRun(t *testing.T) {
 	}
 	if !strings.Contains(states, "converged: requested 20000 MB/s") {
 		t.Errorf("no converged bandwidth event:\n%s", states)
+	}
+}
+
+// The guard composes with a cache policy (guard.cache: dcat): dcat places the jobs and
+// owns their masks, the guard throttles the hog's MBA; dcat alone does not protect the
+// bandwidth-bound server.
+func TestGuardOverDCat(t *testing.T) {
+	b, err := os.ReadFile("../examples/guard/heracles.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(string(b), "    tick_t: 1\n", "    tick_t: 1\n    options:\n      guard.cache: dcat\n", 1)
+	f := filepath.Join(t.TempDir(), "heracles-dcat.yaml")
+	if err := os.WriteFile(f, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows := guardRows(t, f, 0, 1, "dcat", "guard")
+	g, d := rows["guard"], rows["dcat"]
+	if d.SLOViolationSeconds < 60 || g.SLOViolationSecondsAfterWindow != 0 || g.Throttles == 0 {
+		t.Errorf("dcat %v s of violations; guard over dcat %v s after its first window with %d throttles",
+			d.SLOViolationSeconds, g.SLOViolationSecondsAfterWindow, g.Throttles)
+	}
+	if g.AntagonistPrecision == nil || *g.AntagonistPrecision != 1 {
+		t.Errorf("guard over dcat precision %v", g.AntagonistPrecision)
 	}
 }

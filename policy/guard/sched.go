@@ -22,14 +22,22 @@ func init() {
 // evidence, and a decision-log line.
 //
 // scheduler.options (prefix "guard." allowed): window (periods, 10), repercussion
-// (periods, 3), slack (0.1), grow_slack (0.3), grow_every (periods, 3), min_gain (0.05), min_score (0.2),
+// (periods, 3), slack (0.1), grow_slack (0.3), grow_every (periods, 3), min_gain (0.05),
 // mba_step (two grid steps), mba_floor (machine minimum), ways_floor (2), quota_step
-// (0.2), quota_floor (0.2). DefaultOptions gives each default's reason.
+// (0.2), quota_floor (0.2), min_score (0.2), cache (a cache policy to compose with: dcat,
+// static-cat, lfoc+; it places the jobs and owns their masks, the guard adds MBA and CPU
+// quota; write the guard's keys with the "guard." prefix then, so that the cache policy
+// does not see them). DefaultOptions gives each default's reason.
 type Scheduler struct {
 	m    *machine.Profile
 	c    *Controller
 	jobs *ctlsched.Jobs
 	obs  []Obs
+	// cache is the cache policy the guard is composed with (option cache): it places the
+	// jobs and owns their masks; the guard adds MBA and CPU quota (the ways rung is
+	// skipped). nil: the guard alone.
+	cache sched.Scheduler
+	mba   map[int]int // the guard's MBA value of each job it throttles (composed)
 	// Actions counts the guard's throttles, undos and growth steps over the run.
 	Actions int
 	note    string
@@ -48,6 +56,7 @@ type schedOptions struct {
 	WaysFloor    *int     `yaml:"ways_floor"`
 	QuotaStep    *float64 `yaml:"quota_step"`
 	QuotaFloor   *float64 `yaml:"quota_floor"`
+	Cache        *string  `yaml:"cache"`
 }
 
 // OptionsFor are the guard's defaults on machine m.
@@ -86,6 +95,17 @@ func NewScheduler(env sched.Env) (sched.Scheduler, error) {
 	if !env.Config.RDT {
 		o.Skip = append(o.Skip, MBA, Ways)
 	}
+	if so.Cache != nil && *so.Cache != "" {
+		if *so.Cache == "guard" {
+			return nil, fmt.Errorf("guard: scheduler.options.cache = guard: name a cache policy (dcat, static-cat, lfoc+, vp)")
+		}
+		inner, err := sched.New(*so.Cache, env)
+		if err != nil {
+			return nil, fmt.Errorf("guard: scheduler.options.cache: %w", err)
+		}
+		s.cache, s.mba = inner, map[int]int{}
+		o.Skip = append(o.Skip, Ways)
+	}
 	c, err := New(o)
 	if err != nil {
 		return nil, err
@@ -109,8 +129,15 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 	}
 	for _, g := range s.jobs.Gone(obs) {
 		s.c.Remove(strconv.Itoa(g.ID))
+		delete(s.mba, g.ID)
 	}
-	ctlsched.Place(obs, s.m, &d, nil, nil)
+	if s.cache != nil {
+		inner := s.cache.Tick(obs)
+		inner.Log = append(d.Log, inner.Log...)
+		d = inner
+	} else {
+		ctlsched.Place(obs, s.m, &d, nil, nil)
+	}
 	s.obs = s.obs[:0]
 	fresh := false
 	for _, r := range obs.Running {
@@ -139,9 +166,15 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 			Occupancy: l.LLCOccupancy, CPU: cpu})
 	}
 	if !fresh {
+		s.compose(&d, obs, nil)
 		return d
 	}
 	acts := s.c.Step(s.obs)
+	if s.cache != nil {
+		s.Actions += len(acts)
+		s.compose(&d, obs, acts)
+		return d
+	}
 	s.Actions += len(acts)
 	for _, a := range acts {
 		job, _ := strconv.Atoi(a.Tenant)
@@ -169,6 +202,47 @@ func (s *Scheduler) Tick(obs *sched.Observation) sched.Decisions {
 		d.DefaultMask[sock] = s.m.FullMask()
 	}
 	return d
+}
+
+// compose lays the guard's MBA and quota over the cache policy's decisions: every
+// allocation the cache policy sends for a job the guard throttles carries the guard's MBA;
+// a job whose MBA the guard changed and that the cache policy did not touch keeps its
+// current mask with the new MBA.
+func (s *Scheduler) compose(d *sched.Decisions, obs *sched.Observation, acts []Action) {
+	if s.cache == nil {
+		return
+	}
+	changed := map[int]bool{}
+	for _, a := range acts {
+		job, _ := strconv.Atoi(a.Tenant)
+		text := fmt.Sprintf("%s %s of job %s for victim %s: %v → %v; %s", a.Kind, a.Rung, a.Tenant, a.Victim, a.From, a.To, a.Evidence)
+		d.Events = append(d.Events, sched.Event{Kind: "guard-" + a.Kind, Job: job, Text: text})
+		d.Log = append(d.Log, "guard: "+text)
+		if a.From.Quota != a.To.Quota {
+			d.Quota = append(d.Quota, sched.QuotaChange{Job: job, Quota: a.To.Quota})
+		}
+		if a.From.MBA != a.To.MBA {
+			s.mba[job] = a.To.MBA
+			changed[job] = true
+		}
+	}
+	for i := range d.Allocate {
+		a := &d.Allocate[i]
+		if v, ok := s.mba[a.Job]; ok && a.Mask != 0 {
+			a.MBA = v
+			delete(changed, a.Job)
+		}
+	}
+	for _, r := range obs.Running {
+		if !changed[r.ID] {
+			continue
+		}
+		mask := r.Mask
+		if mask == 0 {
+			mask = s.m.FullMask()
+		}
+		d.Allocate = append(d.Allocate, sched.Allocation{Job: r.ID, Socket: r.Socket, Mask: mask, MBA: s.mba[r.ID], Reason: "guard"})
+	}
 }
 
 // lowWays is the mask of the n lowest ways.
