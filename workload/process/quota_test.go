@@ -49,11 +49,11 @@ func TestProcessCPUQuota(t *testing.T) {
 	// host a spinner may never get 25 ms of one CPU in 100 ms (at load 50 it gets ~3 ms),
 	// so the enforcement event is observed under the kernel's smallest quota, 1 ms, which
 	// any scheduling slice overruns; then the 25 ms quota comes back for the accounting.
-	minQ, err := rt.CFSQuota(0.01, 1, rt.CFSPeriod)
+	minQ, err := workload.CFSQuota(0.01, 1, workload.CFSPeriod)
 	if err != nil || minQ != time.Millisecond {
 		t.Fatalf("CFSQuota(0.01, 1 CPU, 100 ms) = %v %v, want 1ms", minQ, err)
 	}
-	if err := r.SetCPUQuota(ctx, id, minQ, rt.CFSPeriod); err != nil {
+	if err := r.SetCPUQuota(ctx, id, minQ, workload.CFSPeriod); err != nil {
 		t.Fatal(err)
 	}
 	s0, _ := r.Stats(ctx, id)
@@ -66,7 +66,7 @@ func TestProcessCPUQuota(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		st = read("cpu.stat")
 	}
-	if err := r.SetCPUQuota(ctx, id, q, rt.CFSPeriod); err != nil {
+	if err := r.SetCPUQuota(ctx, id, q, workload.CFSPeriod); err != nil {
 		t.Fatal(err)
 	}
 	// then the kernel's own accounting over the next 10 enforcement periods: the CPU time
