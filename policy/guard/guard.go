@@ -197,17 +197,18 @@ type pending struct {
 
 // Controller is the guard. It is not safe for concurrent use.
 type Controller struct {
-	o       Options
-	ts      map[string]*tenant
-	ids     []string // sorted
-	period  int
-	pend    *pending
-	calm    []int     // periods of ample slack per socket
-	calmOK  []bool    // per socket, this period
-	vict    []*tenant // per socket, the worst victim this period
-	growOff int       // no growth before this period (after an undone growth)
-	out     []Action
-	scratch []float64
+	o        Options
+	ts       map[string]*tenant
+	ids      []string // sorted
+	period   int
+	pend     *pending
+	calm     []int     // periods of ample slack per socket
+	calmOK   []bool    // per socket, this period
+	vict     []*tenant // per socket, the worst victim this period
+	growOff  int       // no growth before this period (after an undone growth)
+	out      []Action
+	scratch  []float64
+	vscratch []float64
 }
 
 // New returns a guard with no tenants.
@@ -215,7 +216,7 @@ func New(o Options) (*Controller, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &Controller{o: o, ts: map[string]*tenant{}, scratch: make([]float64, o.Window)}, nil
+	return &Controller{o: o, ts: map[string]*tenant{}, scratch: make([]float64, o.Window), vscratch: make([]float64, o.Window)}, nil
 }
 
 // Options returns the options.
@@ -362,8 +363,7 @@ func (c *Controller) series(dst, r []float64, p int) []float64 {
 
 func (c *Controller) blame(v *tenant, p int) {
 	n := min(c.o.Window, p+1)
-	vc := make([]float64, n) // the victim's CPI series; small, once per action
-	vc = c.series(vc, v.cpi, p)
+	vc := c.series(c.vscratch, v.cpi, p)
 	var totals [3]float64
 	for _, id := range c.ids {
 		t := c.ts[id]

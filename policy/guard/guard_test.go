@@ -180,13 +180,17 @@ func BenchmarkDecision(b *testing.B) {
 		for n := 0; n < b.N; n++ {
 			b.StopTimer()
 			c, obs := mk()
+			// t04 (socket 0, as the victim) turns into a hog at period 6 and the victim t00's CPI follows it
 			for k := 0; k < 12; k++ {
 				for i := range obs {
 					obs[i].MBM = 1000 + 100*float64(i) + float64(k*i%5)
 				}
+				if k >= 6 {
+					obs[4].MBM, obs[0].CPI = 40000, 2
+				}
 				c.Step(obs)
 			}
-			obs[0].LatencyMs, obs[0].CPI, obs[5].MBM = 20, 3, 9000
+			obs[0].LatencyMs, obs[0].CPI = 20, 3
 			b.StartTimer()
 			if len(c.Step(obs)) == 0 {
 				b.Fatal("no action")
