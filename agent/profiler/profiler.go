@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"math"
 	"math/bits"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -507,8 +508,10 @@ func (m *Manager) trainReporter(ctx context.Context) (tenantprofile.Reporter, er
 	return r, nil
 }
 
-// profile runs one profiling run on t.
+// profile runs one profiling run on t; the bubble's and the reporter's buffers go back to
+// the OS afterwards (the agent's resident memory returns to its idle size).
 func (m *Manager) profile(ctx context.Context, t tenant) {
+	defer debug.FreeOSMemory()
 	start := time.Now()
 	m.setState(t.key, "profiling", "")
 	m.o.Log.Info("profile run starts", "container", t.name, "key", t.key, "dials", m.o.Plan.Dials, "repeats", m.o.Plan.Repeats, "segment", m.o.Segment)
