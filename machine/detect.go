@@ -275,6 +275,14 @@ func detectResctrl(p *Profile, root string) error {
 	if mon, err := readInt(filepath.Join(info, "L3_MON", "num_rmids")); err == nil {
 		p.NumRMIDs = mon
 	}
+	// sub-NUMA clustering: the default group's first mon_L3_XX holds one mon_sub_L3_YY
+	// per node sharing that L3
+	if doms, err := filepath.Glob(filepath.Join(root, "mon_data", "mon_L3_*")); err == nil && len(doms) > 0 {
+		sort.Strings(doms)
+		if subs, _ := filepath.Glob(filepath.Join(doms[0], "mon_sub_L3_*")); len(subs) > 1 {
+			p.LLC.SNCNodes = len(subs)
+		}
+	}
 	mb := filepath.Join(info, "MB")
 	if _, err := os.Stat(mb); err == nil {
 		m := &MBA{Max: 100, Unit: MBAPercent}

@@ -50,6 +50,10 @@ type Cache struct {
 	// DomainsPerSocket is the number of L3 domains (resctrl domain ids) per socket:
 	// 1 on Intel, one per CCX on AMD EPYC.
 	DomainsPerSocket int `yaml:"domains_per_socket" json:"domains_per_socket"`
+	// SNCNodes is the number of sub-NUMA clusters sharing one L3 domain (Intel SNC2 or
+	// SNC3; 0 or 1: none). CAT still applies per L3 domain, but each node's memory maps to
+	// its own share of the slices (resctrl.rst, "Sub-NUMA Clustering").
+	SNCNodes int `yaml:"snc_nodes,omitempty" json:"snc_nodes,omitempty"`
 }
 
 // CAT is the cache-allocation capability as resctrl's info/L3 directory reports it.
@@ -94,8 +98,16 @@ type Profile struct {
 	Source             string  `yaml:"source" json:"source"`
 }
 
-// BytesPerWay is the capacity of one way of one LLC domain.
-func (p *Profile) BytesPerWay() int64 { return p.LLC.SizeBytes / int64(p.LLC.Ways) }
+// BytesPerWay is the capacity one way of the capacity bitmask gives a workload:
+//
+//	bytes/way = LLC size / ways / SNC nodes
+//
+// With sub-NUMA clustering a workload's lines land in its node's share of the L3 only,
+// so a CBM bit is worth cache/bits/nodes of one node's capacity (the kernel's resctrl.rst,
+// "Sub-NUMA Clustering"); without SNC the divisor is 1.
+func (p *Profile) BytesPerWay() int64 {
+	return p.LLC.SizeBytes / int64(p.LLC.Ways) / int64(max(p.LLC.SNCNodes, 1))
+}
 
 // Cores is the total number of physical cores.
 func (p *Profile) Cores() int { return p.Sockets * p.CoresPerSocket }

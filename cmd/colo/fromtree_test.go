@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"colo/machine"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 )
@@ -155,4 +156,35 @@ func TestDoctorFromTree(t *testing.T) {
 			t.Fatalf("%s: %v\n%s\nwant %q", c.profile, err, out, c.want)
 		}
 	}
+}
+
+// TestSNCBytesPerWay: on a captured SNC2 host, machine detect --from-tree reports two
+// nodes per L3 and a way is worth size/ways/2 (what lfoc+ converts occupancy with).
+func TestSNCBytesPerWay(t *testing.T) {
+	dir := captureProfile(t, "intel-snc2")
+	root, _ := emu.TreeRoot(dir)
+	p, err := machine.DetectDirs(filepath.Join(dir, "cpu"), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.LLC.SNCNodes != 2 || p.BytesPerWay() != p.LLC.SizeBytes/15/2 || p.LLC.SizeBytes != 60<<20 {
+		t.Fatalf("snc %d, size %d, bytes per way %d", p.LLC.SNCNodes, p.LLC.SizeBytes, p.BytesPerWay())
+	}
+	other := captureProfile(t, "intel-6252n")
+	q, err := machine.DetectDirs(filepath.Join(other, "cpu"), mustRoot(t, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.LLC.SNCNodes != 0 || q.BytesPerWay() != q.LLC.SizeBytes/11 {
+		t.Fatalf("no SNC: %d nodes, %d bytes per way", q.LLC.SNCNodes, q.BytesPerWay())
+	}
+}
+
+func mustRoot(t *testing.T, dir string) string {
+	t.Helper()
+	r, err := emu.TreeRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
