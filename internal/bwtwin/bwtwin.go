@@ -81,7 +81,8 @@ func (t *Twin) SetTask(pid int, demandMBps float64, dom int) {
 	t.tasks[pid] = &task{demand: demandMBps, value: math.MaxInt32, dom: dom}
 }
 
-// SetValue tells the twin the MB value of the group pid is in.
+// SetValue tells the twin the MB value of the group pid is in (a pid it does not know is
+// ignored).
 func (t *Twin) SetValue(pid, value int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
