@@ -9,64 +9,20 @@ import (
 	"sync"
 	"time"
 
+	"colo/agent/api"
+	"colo/agent/core"
+	"colo/agent/discovery"
+	"colo/agent/host"
 	"colo/machine"
 	"colo/resctrl/plan"
 	"colo/sched"
 )
 
-// EventKind is what a discovery event says.
-type EventKind int
-
-const (
-	// Sync is the full list of running containers (at start-up and after a reconnect):
-	// containers not in it are gone.
-	Sync EventKind = iota
-	// Upsert is a container that started or changed.
-	Upsert
-	// Gone is a container that exited or was removed.
-	Gone
-	// Down says the runtime is unreachable (Err); the next Sync says it is back.
-	Down
-)
-
-// Event is one discovery event.
-type Event struct {
-	Kind       EventKind
-	Containers []Container // Sync: all; Upsert: one
-	ID         string      // Gone
-	Err        error       // Down
-}
-
-// Discovery follows a container runtime. Run sends events until ctx ends, reconnecting
-// by itself when the runtime goes away.
-type Discovery interface {
-	Name() string
-	Run(ctx context.Context, out chan<- Event)
-}
-
-// Counters reads one container's cumulative counters (perf per cgroup, CPU time).
-type Counters interface {
-	Read() (Reading, error)
-	// Mode is "hardware", "software" (software perf events) or "cputime" (cgroup CPU
-	// time only).
-	Mode() string
-	Close()
-}
-
-// Host reads containers' threads and opens their counters (cgroups and perf on Linux; a
-// fake in tests).
-type Host interface {
-	Threads(c Container) ([]int, error)
-	OpenCounters(c Container) (Counters, error)
-	// Forget releases what Threads keeps for a container that is no longer managed.
-	Forget(c Container)
-}
-
 // Profiler is the online-profiling hook: after each tick it gets the status (every
 // managed container, cons[i] the container behind st.Containers[i]) and fills the profile
 // fields, predictions and ProfileRuns. It must not block: measurements run elsewhere.
 type Profiler interface {
-	Annotate(st *Status, cons []Container)
+	Annotate(st *api.Status, cons []core.Container)
 }
 
 // Options configure an Agent.
@@ -75,8 +31,8 @@ type Options struct {
 	Scheduler sched.Scheduler
 	Groups    Groups
 	Journal   Journal
-	Discovery Discovery
-	Host      Host
+	Discovery discovery.Source
+	Host      host.Host
 	Interval  time.Duration
 	// MonInterval is how often a container's resctrl monitoring counters are read
 	// (rounded to whole intervals, each container on its own phase so the reads spread
@@ -84,7 +40,7 @@ type Options struct {
 	// syscall per counter file and L3 domain, the agent's main cost at short intervals.
 	MonInterval time.Duration
 	// Select limits the agent to containers with these labels (empty: every container).
-	Select Selector
+	Select core.Selector
 	// Predictor, when set, predicts each container's slowdown from Bubble-Up profiles
 	// (colo agent --profiles).
 	Predictor *Predictor
@@ -95,18 +51,18 @@ type Options struct {
 	StateDir string
 	Log      *slog.Logger
 	// Ticked, when set, is called after every tick (tests wait on it).
-	Ticked func(Status)
+	Ticked func(api.Status)
 }
 
 // Agent is the shell around Core: it runs discovery, PID sync, counters and resctrl.
 type Agent struct {
 	o     Options
-	core  *Core
+	core  *core.Core
 	start time.Time
 
 	mu      sync.Mutex
 	live    map[string]*live
-	status  Status
+	status  api.Status
 	runtime struct {
 		up  bool
 		err string
@@ -136,7 +92,7 @@ func New(o Options) (*Agent, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	a := &Agent{o: o, core: NewCore(o.Machine, o.Scheduler), live: map[string]*live{},
+	a := &Agent{o: o, core: core.New(o.Machine, o.Scheduler), live: map[string]*live{},
 		labelErr: map[string]int{}, counts: map[string]int{}, def: map[int]uint64{}, killed: make(chan struct{}),
 		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}, saidPlan: map[string]bool{}, monEvery: 1}
 	if o.MonInterval > o.Interval {
@@ -172,7 +128,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.saveDefault(); err != nil {
 		return err
 	}
-	evs := make(chan Event, 64)
+	evs := make(chan discovery.Event, 64)
 	dctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -195,9 +151,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-func (a *Agent) handle(ev Event) {
+func (a *Agent) handle(ev discovery.Event) {
 	switch ev.Kind {
-	case Down:
+	case discovery.Down:
 		a.mu.Lock()
 		was := a.runtime.up
 		a.runtime.up, a.runtime.err = false, ev.Err.Error()
@@ -205,12 +161,12 @@ func (a *Agent) handle(ev Event) {
 		if was {
 			a.note(slog.LevelWarn, "runtime unreachable; keeping current allocations and reconnecting", "runtime", a.o.Discovery.Name(), "err", ev.Err)
 		}
-	case Sync:
+	case discovery.Sync:
 		a.mu.Lock()
 		a.runtime.up, a.runtime.err = true, ""
 		a.mu.Unlock()
 		seen := map[string]bool{}
-		for _, c := range a.o.Select.selected(ev.Containers) {
+		for _, c := range a.o.Select.Filter(ev.Containers) {
 			seen[c.ID] = true
 			a.add(c)
 		}
@@ -220,18 +176,18 @@ func (a *Agent) handle(ev Event) {
 			}
 		}
 		a.o.Log.Info("runtime synced", "runtime", a.o.Discovery.Name(), "containers", len(ev.Containers))
-	case Upsert:
-		for _, c := range a.o.Select.selected(ev.Containers) {
+	case discovery.Upsert:
+		for _, c := range a.o.Select.Filter(ev.Containers) {
 			a.add(c)
 		}
-	case Gone:
+	case discovery.Gone:
 		a.remove(ev.ID, "exited")
 	}
 }
 
 // add starts managing a container: its monitoring group exists and its threads are in it
 // before add returns (the policy's allocation follows at the next tick).
-func (a *Agent) add(c Container) {
+func (a *Agent) add(c core.Container) {
 	_, known := a.live[c.ID]
 	mb, errs := a.core.Add(c, a.now())
 	for _, e := range errs {
@@ -315,7 +271,7 @@ func (a *Agent) tick() {
 		}
 		r := a.read(mb, l, (a.ticks+uint64(mb.Job))%a.monEvery == 0, now)
 		if l.haveReading {
-			if s, ok := SampleOf(l.reading, r); ok {
+			if s, ok := core.SampleOf(l.reading, r); ok {
 				if r.MonAt == l.reading.MonAt { // no monitoring read this interval
 					s.MemBandwidthMBps = l.sample.MemBandwidthMBps
 				}
@@ -345,7 +301,7 @@ func (a *Agent) tick() {
 // policy every interval; the cgroup's CPU time (status and metrics only) and the
 // monitoring group's counters are read only when due (or when its group changed), else
 // the last values are carried.
-func (a *Agent) read(mb *Member, l *live, due bool, now time.Duration) Reading {
+func (a *Agent) read(mb *core.Member, l *live, due bool, now time.Duration) core.Reading {
 	r := l.reading
 	r.At = now
 	if l.counters != nil && (due || !l.haveReading || l.counters.Mode() != "cputime") {

@@ -12,16 +12,20 @@ import (
 	"testing"
 	"time"
 
+	"colo/agent/api"
+	"colo/agent/core"
+	"colo/agent/discovery"
+	"colo/agent/host"
 	"colo/resctrl"
 	"colo/resctrl/emu"
 	"colo/resctrl/journal"
 )
 
 // fakeRuntime is a Discovery driven by the test.
-type fakeRuntime struct{ ch chan Event }
+type fakeRuntime struct{ ch chan discovery.Event }
 
 func (f *fakeRuntime) Name() string { return "fake" }
-func (f *fakeRuntime) Run(ctx context.Context, out chan<- Event) {
+func (f *fakeRuntime) Run(ctx context.Context, out chan<- discovery.Event) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -38,20 +42,22 @@ type fakeHost struct {
 	threads map[string][]int
 }
 
-func (h *fakeHost) Threads(c Container) ([]int, error) {
+func (h *fakeHost) Threads(c core.Container) ([]int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]int(nil), h.threads[c.ID]...), nil
 }
-func (h *fakeHost) OpenCounters(c Container) (Counters, error) { return nil, errNoCounters }
-func (h *fakeHost) Forget(Container)                           {}
+func (h *fakeHost) OpenCounters(c core.Container) (host.Counters, error) {
+	return nil, host.ErrNoCounters
+}
+func (h *fakeHost) Forget(core.Container) {}
 
 type harness struct {
 	t      *testing.T
 	em     *emu.Emulator
 	rt     *fakeRuntime
 	host   *fakeHost
-	ticks  chan Status
+	ticks  chan api.Status
 	cancel context.CancelFunc
 	done   chan error
 	jr     *journal.Journal
@@ -66,10 +72,10 @@ func startAgent(t *testing.T, em *emu.Emulator, policy, stateDir string) *harnes
 func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, wrap func(Groups) Groups, opts ...func(*Options)) *harness {
 	t.Helper()
 	o, jr, host := testOptions(t, em, policy, stateDir, wrap)
-	h := &harness{t: t, em: em, rt: &fakeRuntime{ch: make(chan Event)}, host: host,
-		ticks: make(chan Status, 1), done: make(chan error, 1), jr: jr}
+	h := &harness{t: t, em: em, rt: &fakeRuntime{ch: make(chan discovery.Event)}, host: host,
+		ticks: make(chan api.Status, 1), done: make(chan error, 1), jr: jr}
 	o.Discovery = h.rt
-	o.Ticked = func(st Status) {
+	o.Ticked = func(st api.Status) {
 		select {
 		case <-h.ticks:
 		default:
@@ -91,7 +97,7 @@ func startAgentWrapped(t *testing.T, em *emu.Emulator, policy, stateDir string, 
 
 // until waits for a tick whose status satisfies ok (events, not a time window: the
 // deadline only turns a hang into a failure).
-func (h *harness) until(what string, ok func(Status) bool) Status {
+func (h *harness) until(what string, ok func(api.Status) bool) api.Status {
 	h.t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -111,14 +117,14 @@ func (h *harness) stop() error {
 	return <-h.done
 }
 
-func newContainer(id string, class Class, threads []int, h *harness) Container {
+func newContainer(id string, class core.Class, threads []int, h *harness) core.Container {
 	h.host.mu.Lock()
 	h.host.threads[id] = threads
 	h.host.mu.Unlock()
-	return Container{ID: id, Name: "c-" + id, Image: "colo/test", Labels: map[string]string{LabelClass: string(class)}}
+	return core.Container{ID: id, Name: "c-" + id, Image: "colo/test", Labels: map[string]string{core.LabelClass: string(class)}}
 }
 
-func find(st Status, id string) *ContainerStatus {
+func find(st api.Status, id string) *api.ContainerStatus {
 	for i := range st.Containers {
 		if st.Containers[i].ID == id {
 			return &st.Containers[i]
@@ -134,10 +140,10 @@ func TestAgentStaticCatLifecycleOnEmulator(t *testing.T) {
 	}
 	before := em.State()
 	h := startAgent(t, em, "static-cat", t.TempDir())
-	prio := newContainer("aaaa1111", Priority, []int{101, 102}, h)
-	batch := newContainer("bbbb2222", Batch, []int{201}, h)
-	h.rt.ch <- Event{Kind: Sync, Containers: []Container{prio, batch}}
-	st := h.until("both containers allocated", func(st Status) bool {
+	prio := newContainer("aaaa1111", core.Priority, []int{101, 102}, h)
+	batch := newContainer("bbbb2222", core.Batch, []int{201}, h)
+	h.rt.ch <- discovery.Event{Kind: discovery.Sync, Containers: []core.Container{prio, batch}}
+	st := h.until("both containers allocated", func(st api.Status) bool {
 		p, b := find(st, prio.ID), find(st, batch.ID)
 		return p != nil && b != nil && p.CtrlGroup != "" && b.CtrlGroup != ""
 	})
@@ -165,13 +171,13 @@ func TestAgentStaticCatLifecycleOnEmulator(t *testing.T) {
 	h.host.mu.Lock()
 	h.host.threads[prio.ID] = []int{101, 102, 103}
 	h.host.mu.Unlock()
-	h.until("forked thread synced", func(st Status) bool {
+	h.until("forked thread synced", func(st api.Status) bool {
 		g, _ := em.State().Group(p.MonGroup)
 		return len(g.Tasks) == 3
 	})
 	// the container exits: its groups go
-	h.rt.ch <- Event{Kind: Gone, ID: prio.ID}
-	h.until("groups removed", func(st Status) bool { return find(st, prio.ID) == nil })
+	h.rt.ch <- discovery.Event{Kind: discovery.Gone, ID: prio.ID}
+	h.until("groups removed", func(st api.Status) bool { return find(st, prio.ID) == nil })
 	if _, ok := em.State().Group(p.MonGroup); ok {
 		t.Errorf("monitoring group %s still exists", p.MonGroup)
 	}
@@ -200,9 +206,9 @@ func TestAgentReconcilesAfterKill(t *testing.T) {
 	dir := t.TempDir()
 	for round := 0; round < 3; round++ {
 		h := startAgent(t, em, "static-cat", dir)
-		c := newContainer("cccc3333", Priority, []int{301}, h)
-		h.rt.ch <- Event{Kind: Sync, Containers: []Container{c}}
-		h.until("allocated", func(st Status) bool { cs := find(st, c.ID); return cs != nil && cs.CtrlGroup != "" })
+		c := newContainer("cccc3333", core.Priority, []int{301}, h)
+		h.rt.ch <- discovery.Event{Kind: discovery.Sync, Containers: []core.Container{c}}
+		h.until("allocated", func(st api.Status) bool { cs := find(st, c.ID); return cs != nil && cs.CtrlGroup != "" })
 		// "kill -9": the loop is abandoned without its shutdown; the journal lock goes
 		// with the process
 		close(h.a.killed)
@@ -218,7 +224,7 @@ func TestAgentReconcilesAfterKill(t *testing.T) {
 		}
 	}
 	h := startAgent(t, em, "static-cat", dir)
-	h.until("a tick", func(Status) bool { return true })
+	h.until("a tick", func(api.Status) bool { return true })
 	mid := em.State()
 	for _, g := range mid.Groups {
 		if g.Path != "" {
@@ -252,12 +258,12 @@ func TestAgentDegradesWhenCLOSIDsAndRMIDsRunOut(t *testing.T) {
 	}
 	before := em.State()
 	h := startAgent(t, em, "static-cat", t.TempDir())
-	var cs []Container
+	var cs []core.Container
 	for i := 0; i < 5; i++ {
-		cs = append(cs, newContainer(fmt.Sprintf("dddd%04d", i), Priority, []int{400 + i}, h))
+		cs = append(cs, newContainer(fmt.Sprintf("dddd%04d", i), core.Priority, []int{400 + i}, h))
 	}
-	h.rt.ch <- Event{Kind: Sync, Containers: cs}
-	st := h.until("exhaustion handled", func(st Status) bool {
+	h.rt.ch <- discovery.Event{Kind: discovery.Sync, Containers: cs}
+	st := h.until("exhaustion handled", func(st api.Status) bool {
 		return len(st.Containers) == 5 && st.Counts["closid_exhausted"] > 0
 	})
 	ctrl, modes := 0, map[string]int{}
@@ -326,26 +332,26 @@ func TestAgentRuntimeAndMountOutages(t *testing.T) {
 	}
 	var v *vanishing
 	h := startAgentWrapped(t, em, "static-cat", t.TempDir(), func(g Groups) Groups { v = &vanishing{Groups: g}; return v })
-	a1 := newContainer("ffff0001", Priority, []int{501}, h)
-	a2 := newContainer("ffff0002", Class("gold"), []int{502}, h) // invalid: batch, one log line, a metric
-	h.rt.ch <- Event{Kind: Sync, Containers: []Container{a1, a2}}
-	h.until("both allocated", func(st Status) bool {
+	a1 := newContainer("ffff0001", core.Priority, []int{501}, h)
+	a2 := newContainer("ffff0002", core.Class("gold"), []int{502}, h) // invalid: batch, one log line, a metric
+	h.rt.ch <- discovery.Event{Kind: discovery.Sync, Containers: []core.Container{a1, a2}}
+	h.until("both allocated", func(st api.Status) bool {
 		p, b := find(st, a1.ID), find(st, a2.ID)
 		return p != nil && b != nil && p.CtrlGroup != "" && b.CtrlGroup != ""
 	})
 	if code, m := get(h.a, "/metrics"); code != http.StatusOK || !strings.Contains(m, `colo_label_errors_total{label="colo.io/class"} 1`) {
 		t.Errorf("invalid label not counted in /metrics")
 	}
-	if c := find(h.a.Status(), a2.ID); c == nil || c.Request.Class != Batch {
+	if c := find(h.a.Status(), a2.ID); c == nil || c.Request.Class != core.Batch {
 		t.Errorf("invalid class not treated as batch: %+v", c)
 	}
-	h.rt.ch <- Event{Kind: Down, Err: errors.New("dial unix /var/run/docker.sock: connection refused")}
-	st := h.until("runtime down", func(st Status) bool { return !st.RuntimeConnected })
+	h.rt.ch <- discovery.Event{Kind: discovery.Down, Err: errors.New("dial unix /var/run/docker.sock: connection refused")}
+	st := h.until("runtime down", func(st api.Status) bool { return !st.RuntimeConnected })
 	if p := find(st, a1.ID); p == nil || p.CtrlGroup == "" || !strings.Contains(st.RuntimeError, "connection refused") {
 		t.Errorf("while the runtime is down: %+v, error %q", p, st.RuntimeError)
 	}
-	h.rt.ch <- Event{Kind: Sync, Containers: []Container{a1}} // a2 exited meanwhile
-	st = h.until("resynced", func(st Status) bool { return st.RuntimeConnected && find(st, a2.ID) == nil })
+	h.rt.ch <- discovery.Event{Kind: discovery.Sync, Containers: []core.Container{a1}} // a2 exited meanwhile
+	st = h.until("resynced", func(st api.Status) bool { return st.RuntimeConnected && find(st, a2.ID) == nil })
 	if find(st, a1.ID) == nil {
 		t.Fatal("a running container was dropped at resync")
 	}
@@ -353,7 +359,7 @@ func TestAgentRuntimeAndMountOutages(t *testing.T) {
 
 	v.set(true)
 	em.Reset() // what comes back is a fresh mount
-	st = h.until("resctrl reported gone", func(st Status) bool { return st.ResctrlError != "" })
+	st = h.until("resctrl reported gone", func(st api.Status) bool { return st.ResctrlError != "" })
 	if len(st.Containers) != 1 {
 		t.Errorf("containers while resctrl is gone: %d", len(st.Containers))
 	}
@@ -361,7 +367,7 @@ func TestAgentRuntimeAndMountOutages(t *testing.T) {
 		t.Errorf("/healthz while resctrl is gone: %d %q", code, body)
 	}
 	v.set(false)
-	st = h.until("groups recreated on the new mount", func(st Status) bool {
+	st = h.until("groups recreated on the new mount", func(st api.Status) bool {
 		c := find(st, a1.ID)
 		if st.ResctrlError != "" || c == nil || c.MonGroup == "" {
 			return false
@@ -395,6 +401,6 @@ func TestAgentRuntimeAndMountOutages(t *testing.T) {
 
 func get(a *Agent, path string) (int, string) {
 	rec := httptest.NewRecorder()
-	Handler(a.Status, time.Minute).ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	api.Handler(a.Status, time.Minute).ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 	return rec.Code, rec.Body.String()
 }

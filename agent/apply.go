@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"colo/agent/core"
+	"colo/agent/host"
 	"colo/resctrl"
 	"colo/resctrl/journal"
 	"colo/resctrl/plan"
@@ -28,8 +30,8 @@ type live struct {
 	classMon string // its class's shared monitoring group when RMIDs ran out ("" none)
 	threads  int
 
-	counters    Counters
-	reading     Reading
+	counters    host.Counters
+	reading     core.Reading
 	haveReading bool
 	sample      sched.Sample
 	cpuCores    float64
@@ -37,7 +39,7 @@ type live struct {
 	monGroup    string // the group monOK's values come from
 	// refused is the last target the planner refused (not retried until the policy
 	// changes it)
-	refused *Target
+	refused *core.Target
 	// synced is the cgroup's thread list at the last PID sync into syncedInto (and
 	// syncedGroup, its control group); syncedAt when the group was last read back
 	synced      []int
@@ -192,7 +194,7 @@ func (a *Agent) classMonitors() {
 
 // syncTasks writes the container's threads that are not yet in its groups (containers
 // fork; threads that vanished meanwhile are normal).
-func (a *Agent) syncTasks(mb *Member, l *live) {
+func (a *Agent) syncTasks(mb *core.Member, l *live) {
 	if l == nil {
 		return
 	}
@@ -263,7 +265,7 @@ func sameInts(a, b []int) bool {
 // apply brings resctrl to the plan: system/default first gives up the ways about to be
 // handed out, then the planner moves the containers, then system/default takes its final
 // mask (the order of colo run's run loop).
-func (a *Agent) apply(p Plan) {
+func (a *Agent) apply(p core.Plan) {
 	for _, s := range sortedSockets(p.Default) {
 		cur, ok := a.def[s]
 		if !ok {

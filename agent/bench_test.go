@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"colo/agent"
+	"colo/agent/api"
 )
 
 func procCPU(pid int) (time.Duration, error) {
@@ -57,7 +58,7 @@ func BenchmarkAgentOverhead(b *testing.B) {
 			e, root := mountEmulator(tb)
 			a := startAgentArgs(tb, bin, "--runtime", "docker", "--policy", "static-cat", "--resctrl-root", root,
 				"--state-dir", b.TempDir(), "--interval", iv, "--no-perf=false")
-			mine := func(st agent.Status) int {
+			mine := func(st api.Status) int {
 				k := 0
 				for _, c := range st.Containers {
 					if strings.HasPrefix(c.Name, pre) && c.Monitoring != "none" {
@@ -66,7 +67,7 @@ func BenchmarkAgentOverhead(b *testing.B) {
 				}
 				return k
 			}
-			a.until("30 containers managed", func(st agent.Status) bool { return mine(st) >= n })
+			a.until("30 containers managed", func(st api.Status) bool { return mine(st) >= n })
 			pid := a.cmd.Process.Pid
 			for i := 0; i < b.N; i++ {
 				c0, _ := procCPU(pid)
@@ -97,7 +98,7 @@ func BenchmarkAgentOverhead(b *testing.B) {
 	}
 }
 
-func (p *agentProc) status0() agent.Status {
+func (p *agentProc) status0() api.Status {
 	st, _ := p.status()
 	return st
 }

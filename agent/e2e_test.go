@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"colo/agent"
+	"colo/agent/api"
 	"colo/internal/emutest"
 	"colo/internal/testenv"
 	"colo/resctrl/emu"
@@ -183,10 +184,10 @@ func (p *agentProc) log() string {
 	return tail(string(b), 6000)
 }
 
-func (p *agentProc) status() (agent.Status, error) {
-	var st agent.Status
+func (p *agentProc) status() (api.Status, error) {
+	var st api.Status
 	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + p.addr + agent.APIVersion + "/status")
+	resp, err := c.Get("http://" + p.addr + api.Version + "/status")
 	if err != nil {
 		return st, err
 	}
@@ -197,10 +198,10 @@ func (p *agentProc) status() (agent.Status, error) {
 
 // until waits until the agent's status satisfies ok (the agent publishes one per
 // interval; the deadline only turns a hang into a failure).
-func (p *agentProc) until(what string, ok func(agent.Status) bool) agent.Status {
+func (p *agentProc) until(what string, ok func(api.Status) bool) api.Status {
 	p.t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
-	var last agent.Status
+	var last api.Status
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-p.done:
@@ -237,7 +238,7 @@ func (p *agentProc) kill() {
 	<-p.done
 }
 
-func byName(st agent.Status, name string) *agent.ContainerStatus {
+func byName(st api.Status, name string) *api.ContainerStatus {
 	for i := range st.Containers {
 		if st.Containers[i].Name == name {
 			return &st.Containers[i]
@@ -273,11 +274,11 @@ func TestAgentDockerEndToEnd(t *testing.T) {
 			e, root := mountEmulator(t)
 			before := comparable(e)
 			a := startAgent(t, bin, root, t.TempDir(), policy)
-			a.until("first interval", func(st agent.Status) bool { return st.Ticks > 0 && st.RuntimeConnected })
+			a.until("first interval", func(st api.Status) bool { return st.Ticks > 0 && st.RuntimeConnected })
 			pre := fmt.Sprintf("colotest-agent-%d-%s", os.Getpid(), strings.ReplaceAll(policy, "+", ""))
 			_, ppid := runContainer(t, image, pre+"-prio", "colo.io/class=priority", "colo.io/target-ipce=0.9")
 			bid, bpid := runContainer(t, image, pre+"-batch", "colo.io/class=batch")
-			st := a.until("both containers monitored", func(st agent.Status) bool {
+			st := a.until("both containers monitored", func(st api.Status) bool {
 				p, b := byName(st, pre+"-prio"), byName(st, pre+"-batch")
 				ok := p != nil && b != nil && p.Monitoring != "none" && b.Monitoring != "none"
 				if policy == "static-cat" {
@@ -324,7 +325,7 @@ func TestAgentDockerEndToEnd(t *testing.T) {
 			if out, err := exec.Command("docker", "rm", "-f", bid).CombinedOutput(); err != nil {
 				t.Fatalf("docker rm: %v %s", err, out)
 			}
-			a.until("batch released", func(st agent.Status) bool { return byName(st, pre+"-batch") == nil })
+			a.until("batch released", func(st api.Status) bool { return byName(st, pre+"-batch") == nil })
 			es = e.State()
 			for _, g := range []string{mon, ctrl} {
 				if _, ok := es.Group(g); g != "" && ok {
@@ -482,14 +483,14 @@ func TestAgentSurvivesKill9(t *testing.T) {
 		case 0: // during start-up (reconcile, first list)
 			time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
 		default: // after k more intervals with the containers managed
-			st := a.until("containers managed", func(st agent.Status) bool { return len(st.Containers) >= 2 })
+			st := a.until("containers managed", func(st api.Status) bool { return len(st.Containers) >= 2 })
 			n := st.Ticks + uint64(k)
-			a.until(fmt.Sprintf("tick %d", n), func(st agent.Status) bool { return st.Ticks >= n })
+			a.until(fmt.Sprintf("tick %d", n), func(st api.Status) bool { return st.Ticks >= n })
 		}
 		a.kill()
 	}
 	a := startAgent(t, bin, root, state, "static-cat")
-	st := a.until("containers picked up again", func(st agent.Status) bool {
+	st := a.until("containers picked up again", func(st api.Status) bool {
 		p, b := byName(st, pre+"-prio"), byName(st, pre+"-batch")
 		return p != nil && b != nil && p.CtrlGroup != "" && p.Monitoring == "container" && b.Monitoring != "none"
 	})

@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"colo/agent"
+	"colo/agent/api"
+	"colo/agent/core"
 	"colo/internal/containerdtest"
 	"colo/internal/testenv"
 )
@@ -169,7 +170,7 @@ func (c *containerd) runPod(name, image string, annotations map[string]string) s
 	return id
 }
 
-func byID(st agent.Status, id string) *agent.ContainerStatus {
+func byID(st api.Status, id string) *api.ContainerStatus {
 	for i := range st.Containers {
 		if st.Containers[i].ID == id {
 			return &st.Containers[i]
@@ -191,15 +192,15 @@ func TestAgentNRIEndToEnd(t *testing.T) {
 	before := comparable(e)
 	a := startAgentArgs(t, bin, "--runtime", "nri", "--nri-socket", containerdtest.NRISock(ctrd.dir), "--policy", "static-cat",
 		"--resctrl-root", root, "--state-dir", t.TempDir())
-	a.until("NRI plugin synchronized", func(st agent.Status) bool { return st.RuntimeConnected })
+	a.until("NRI plugin synchronized", func(st api.Status) bool { return st.RuntimeConnected })
 
-	prio := ctrd.runPod("colo-nri-prio", image, map[string]string{agent.LabelClass: "priority"})
-	st := a.until("the CRI container managed with its groups", func(st agent.Status) bool {
+	prio := ctrd.runPod("colo-nri-prio", image, map[string]string{core.LabelClass: "priority"})
+	st := a.until("the CRI container managed with its groups", func(st api.Status) bool {
 		c := byID(st, prio)
 		return c != nil && c.CtrlGroup != "" && c.Monitoring == "container"
 	})
 	c := byID(st, prio)
-	if c.Request.Class != agent.Priority {
+	if c.Request.Class != core.Priority {
 		t.Errorf("annotation colo.io/class not read: %+v", c.Request)
 	}
 	es := e.State()
@@ -213,17 +214,17 @@ func TestAgentNRIEndToEnd(t *testing.T) {
 
 	// containerd restarts: the plugin sees the connection go, reconnects, resynchronizes
 	ctrd.stop()
-	a.until("the runtime reported down", func(st agent.Status) bool { return !st.RuntimeConnected })
+	a.until("the runtime reported down", func(st api.Status) bool { return !st.RuntimeConnected })
 	ctrd.start()
-	a.until("the plugin reconnected", func(st agent.Status) bool { return st.RuntimeConnected && byID(st, prio) != nil })
-	batch := ctrd.runPod("colo-nri-batch", image, map[string]string{agent.LabelClass: "batch"})
-	a.until("a container created after the restart discovered", func(st agent.Status) bool {
+	a.until("the plugin reconnected", func(st api.Status) bool { return st.RuntimeConnected && byID(st, prio) != nil })
+	batch := ctrd.runPod("colo-nri-batch", image, map[string]string{core.LabelClass: "batch"})
+	a.until("a container created after the restart discovered", func(st api.Status) bool {
 		c := byID(st, batch)
 		return c != nil && c.Monitoring != "none"
 	})
 
 	ctrd.crictl("stop", prio)
-	a.until("stopped container released", func(st agent.Status) bool { return byID(st, prio) == nil })
+	a.until("stopped container released", func(st api.Status) bool { return byID(st, prio) == nil })
 	if _, ok := e.State().Group(c.CtrlGroup); ok {
 		t.Errorf("group %s of the stopped container still exists", c.CtrlGroup)
 	}

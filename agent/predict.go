@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"colo/agent/api"
 	"colo/predict"
 )
 
@@ -94,7 +95,7 @@ func (p *Predictor) Slowdown(app string, competitors []string) (slowdown float64
 
 // predictions fills the containers' predicted slowdowns (neighbours: every other
 // managed container on the same socket).
-func (p *Predictor) predictions(cs []ContainerStatus) {
+func (p *Predictor) predictions(cs []api.ContainerStatus) {
 	bySocket := map[int][]int{}
 	for i := range cs {
 		cs[i].Profile = p.Profile(cs[i].Image)

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"colo/agent/api"
+	"colo/agent/core"
+	"colo/agent/discovery"
 	"colo/data"
 	"colo/predict"
 	"colo/resctrl/emu"
@@ -61,7 +64,7 @@ func TestPredictorMatchesThePredictPackage(t *testing.T) {
 // (and said), a container without a profile gets no prediction.
 func TestPredictionsPerSocket(t *testing.T) {
 	p, _ := bubbleUp(t)
-	cs := []ContainerStatus{
+	cs := []api.ContainerStatus{
 		{Name: "mcf", Image: "spec/605.mcf_s:1", Socket: 0},
 		{Name: "lbm", Image: "spec/619.lbm_s:1", Socket: 0},
 		{Name: "web", Image: "nginx:1", Socket: 0},
@@ -93,12 +96,12 @@ func TestAgentExportsPredictedSlowdown(t *testing.T) {
 	}
 	h := startAgentWrapped(t, em, "static-cat", t.TempDir(), func(g Groups) Groups { return g },
 		func(o *Options) { o.Predictor = p })
-	mcf, lbm, other := newContainer("abab0001", Batch, []int{601}, h), newContainer("abab0002", Batch, []int{602}, h), newContainer("abab0003", Batch, []int{603}, h)
+	mcf, lbm, other := newContainer("abab0001", core.Batch, []int{601}, h), newContainer("abab0002", core.Batch, []int{602}, h), newContainer("abab0003", core.Batch, []int{603}, h)
 	mcf.Image, lbm.Image = "spec/605.mcf_s:1", "spec/619.lbm_s:1"
-	h.rt.ch <- Event{Kind: Sync, Containers: []Container{mcf, lbm, other}}
-	st := h.until("three containers", func(st Status) bool { return len(st.Containers) == 3 })
+	h.rt.ch <- discovery.Event{Kind: discovery.Sync, Containers: []core.Container{mcf, lbm, other}}
+	st := h.until("three containers", func(st api.Status) bool { return len(st.Containers) == 3 })
 	_, m := get(h.a, "/metrics")
-	for _, c := range []Container{mcf, lbm} {
+	for _, c := range []core.Container{mcf, lbm} {
 		cs := find(st, c.ID)
 		if cs.PredictedSlowdown == nil {
 			t.Fatalf("%s: no prediction (%q)", c.Image, cs.PredictionNote)

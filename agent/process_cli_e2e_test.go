@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"colo/agent"
+	"colo/agent/api"
+	"colo/agent/core"
 )
 
 // The colo binary with --runtime process on the FUSE-mounted emulator: a `sleep` in a
@@ -21,20 +23,20 @@ func TestProcessRuntimeAgentBinary(t *testing.T) {
 	em, root := mountEmulator(t)
 	before := comparable(em)
 	labels := t.TempDir()
-	if err := os.WriteFile(filepath.Join(labels, "web.labels"), []byte(agent.LabelClass+"=priority\nbogus\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(labels, "web.labels"), []byte(core.LabelClass+"=priority\nbogus\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := startAgentArgs(t, bin, "--runtime", "process", "--cgroup-parent", parent, "--labels-dir", labels,
 		"--policy", "static-cat", "--resctrl-root", root, "--state-dir", t.TempDir())
-	st := p.until("the sleep's cgroup managed with its PID in its groups", func(st agent.Status) bool {
+	st := p.until("the sleep's cgroup managed with its PID in its groups", func(st api.Status) bool {
 		return agent.InGroups(em, byName(st, "web"), pid)
 	})
 	c := byName(st, "web")
-	if st.Runtime != "process" || !st.RuntimeConnected || c.Request.Class != agent.Priority || c.Mask == "" {
+	if st.Runtime != "process" || !st.RuntimeConnected || c.Request.Class != core.Priority || c.Mask == "" {
 		t.Errorf("status: runtime %q connected %v; web class %s mask %q; want process, connected, priority with a mask", st.Runtime, st.RuntimeConnected, c.Request.Class, c.Mask)
 	}
 	end()
-	p.until("the emptied cgroup's groups removed", func(st agent.Status) bool { return byName(st, "web") == nil })
+	p.until("the emptied cgroup's groups removed", func(st api.Status) bool { return byName(st, "web") == nil })
 	p.term()
 	if after := comparable(em); !equalState(before, after) {
 		t.Errorf("emulator changed by the agent:\nbefore %+v\nafter  %+v", before, after)

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"colo/agent/api"
+	"colo/agent/core"
+	"colo/agent/discovery/process"
+	"colo/agent/host"
 	"colo/internal/testenv"
 	"colo/resctrl/emu"
 	"colo/workload"
@@ -88,26 +92,26 @@ func TestProcessRuntimeEndToEnd(t *testing.T) {
 	parent := fmt.Sprintf("colo-agent-e2e-%d", os.Getpid())
 	pid, end := RealCgroup(t, parent, "web")
 	labels := t.TempDir()
-	if err := os.WriteFile(filepath.Join(labels, "web.labels"), []byte(LabelClass+"=priority\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(labels, "web.labels"), []byte(core.LabelClass+"=priority\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	em, err := emu.NewNamed("intel", emu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	disc := &Processes{Parent: parent, LabelsDir: labels, Interval: 20 * time.Millisecond}
+	disc := &process.Source{Parent: parent, LabelsDir: labels, Interval: 20 * time.Millisecond}
 	h := startAgentWrapped(t, em, "static-cat", t.TempDir(), func(g Groups) Groups { return g }, func(o *Options) {
-		o.Discovery, o.Host = disc, &LinuxHost{NoPerf: true}
+		o.Discovery, o.Host = disc, &host.Linux{NoPerf: true}
 	})
-	st := h.until("the sleep's cgroup managed with its PID in its groups", func(st Status) bool {
+	st := h.until("the sleep's cgroup managed with its PID in its groups", func(st api.Status) bool {
 		return InGroups(em, find(st, "web"), pid)
 	})
 	c := find(st, "web")
-	if c.Request.Class != Priority || c.Mask == "" || c.Monitoring != "container" || c.Cgroup != "/"+parent+"/web" {
+	if c.Request.Class != core.Priority || c.Mask == "" || c.Monitoring != "container" || c.Cgroup != "/"+parent+"/web" {
 		t.Errorf("tenant web: class %s, mask %q, monitoring %q, cgroup %s; want priority with a mask, its own monitoring group, cgroup /%s/web", c.Request.Class, c.Mask, c.Monitoring, c.Cgroup, parent)
 	}
 	end()
-	h.until("the emptied cgroup's groups removed", func(st Status) bool { return find(st, "web") == nil })
+	h.until("the emptied cgroup's groups removed", func(st api.Status) bool { return find(st, "web") == nil })
 	if _, ok := em.State().Group(c.MonGroup); ok {
 		t.Errorf("monitoring group %s still exists after the cgroup emptied", c.MonGroup)
 	}
@@ -118,7 +122,7 @@ func TestProcessRuntimeEndToEnd(t *testing.T) {
 
 // InGroups says whether the emulator's control and monitoring groups of tenant c (nil:
 // not managed) both hold pid. (Exported for package agent_test.)
-func InGroups(em *emu.Emulator, c *ContainerStatus, pid int) bool {
+func InGroups(em *emu.Emulator, c *api.ContainerStatus, pid int) bool {
 	if c == nil || c.MonGroup == "" || c.CtrlGroup == "" {
 		return false
 	}

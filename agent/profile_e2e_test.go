@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"colo/agent"
+	"colo/agent/api"
 	"colo/stress/loadgen"
 	"colo/tenantprofile"
 )
@@ -110,7 +110,7 @@ func TestAgentProfilesOnDocker(t *testing.T) {
 		"--profile-segment", "1s", "--profile-repeats", "1", "--profile-dials", "8,32", "--profile-max-spread", "5",
 		"--profile-cpus", "1", "--profile-retry", "5s")
 	deadline := time.Now().Add(10 * time.Minute)
-	var st agent.Status
+	var st api.Status
 	for {
 		var err error
 		st, err = p.status()
@@ -119,7 +119,7 @@ func TestAgentProfilesOnDocker(t *testing.T) {
 			if s != nil && b != nil && s.ProfileState == "profiled" && b.ProfileState == "profiled" && s.PredictedSlowdown != nil && b.PredictedSlowdown != nil {
 				break
 			}
-			for _, c := range []*agent.ContainerStatus{s, b} {
+			for _, c := range []*api.ContainerStatus{s, b} {
 				if c != nil && c.ProfileState == "refused" {
 					t.Logf("%s refused: %s (retried after --profile-retry)", c.Name, c.ProfileReason)
 				}
@@ -166,7 +166,7 @@ func TestAgentProfilesOnDocker(t *testing.T) {
 			t.Errorf("no colo_predicted_slowdown for %s", n)
 		}
 	}
-	resp, err = http.Get("http://" + p.addr + agent.APIVersion + "/profiles")
+	resp, err = http.Get("http://" + p.addr + api.Version + "/profiles")
 	if err != nil {
 		t.Fatal(err)
 	}

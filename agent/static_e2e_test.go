@@ -1,13 +1,13 @@
 package agent_test
 
 import (
+	"colo/agent/api"
+	"colo/agent/core"
 	"fmt"
 	"math/bits"
 	"os"
 	"os/exec"
 	"testing"
-
-	"colo/agent"
 )
 
 // Static labels on a real Docker container: `docker run --label colo.io/llc-ways=3
@@ -20,16 +20,16 @@ func TestAgentStaticLabelsEndToEnd(t *testing.T) {
 	e, root := mountEmulator(t)
 	before := comparable(e)
 	a := startAgent(t, bin, root, t.TempDir(), "static-cat")
-	a.until("first interval", func(st agent.Status) bool { return st.Ticks > 0 && st.RuntimeConnected })
+	a.until("first interval", func(st api.Status) bool { return st.Ticks > 0 && st.RuntimeConnected })
 	pre := fmt.Sprintf("colotest-agent-%d-static", os.Getpid())
 	_, ppid := runContainer(t, image, pre+"-prio", "colo.io/class=priority")
 	sid, spid := runContainer(t, image, pre+"-fixed", "colo.io/llc-ways=3", "colo.io/mba=50")
-	st := a.until("both allocated", func(st agent.Status) bool {
+	st := a.until("both allocated", func(st api.Status) bool {
 		p, s := byName(st, pre+"-prio"), byName(st, pre+"-fixed")
 		return p != nil && s != nil && p.CtrlGroup != "" && s.CtrlGroup != "" && s.Threads > 0
 	})
 	p, s := byName(st, pre+"-prio"), byName(st, pre+"-fixed")
-	if s.State != agent.StateStatic || s.Request.Ways != 3 || s.Request.MBA != 50 {
+	if s.State != core.StateStatic || s.Request.Ways != 3 || s.Request.MBA != 50 {
 		t.Errorf("static container: state %q, request %+v", s.State, s.Request)
 	}
 	es := e.State()
@@ -61,7 +61,7 @@ func TestAgentStaticLabelsEndToEnd(t *testing.T) {
 	if out, err := exec.Command("docker", "rm", "-f", sid).CombinedOutput(); err != nil {
 		t.Fatalf("docker stop: %v %s", err, out)
 	}
-	a.until("static container released", func(st agent.Status) bool { return byName(st, pre+"-fixed") == nil })
+	a.until("static container released", func(st api.Status) bool { return byName(st, pre+"-fixed") == nil })
 	if _, ok := e.State().Group(s.CtrlGroup); ok && s.CtrlGroup != p.CtrlGroup {
 		t.Errorf("static control group %q still exists after the container stopped", s.CtrlGroup)
 	}

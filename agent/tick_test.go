@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"colo/agent/core"
 	"colo/machine"
+	_ "colo/policy/dcat" // registers static-cat
 	"colo/resctrl"
 	"colo/resctrl/emu"
 	"colo/resctrl/journal"
@@ -74,7 +76,7 @@ func tickAgent(tb testing.TB, policy string, n int, monInterval time.Duration, w
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("eeee%04d", i)
 		host.threads[id] = []int{1000 + 10*i, 1001 + 10*i, 1002 + 10*i}
-		a.add(Container{ID: id, Name: id, Labels: map[string]string{LabelClass: string(Classes[i%3])}})
+		a.add(core.Container{ID: id, Name: id, Labels: map[string]string{core.LabelClass: string(core.Classes[i%3])}})
 	}
 	return a, host, em
 }

@@ -1,19 +1,18 @@
 package profiler
 
 import (
+	"colo/agent/core"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"colo/agent"
 )
 
 // Freeze stops every task of the container's cgroup (cgroup v2 cgroup.freeze, v1
 // freezer.state) until resume is called; it waits until the kernel reports the cgroup
 // frozen.
-func Freeze(c agent.Container) (func() error, error) {
+func Freeze(c core.Container) (func() error, error) {
 	if dir := c.CgroupDirs[""]; dir != "" && c.CgroupV == 2 {
 		f := filepath.Join(dir, "cgroup.freeze")
 		if err := os.WriteFile(f, []byte("1"), 0); err != nil {

@@ -24,7 +24,8 @@ import (
 	"sync"
 	"time"
 
-	"colo/agent"
+	"colo/agent/api"
+	"colo/agent/core"
 	"colo/agent/profiling"
 	"colo/machine"
 	"colo/perfmetric"
@@ -66,12 +67,12 @@ type Options struct {
 	Scrape   func(ctx context.Context, url string) (perfmetric.Scrape, error)
 	// Pause freezes a container until resume is called (default: its cgroup's freezer),
 	// for the reporter's measurement without it.
-	Pause func(c agent.Container) (resume func() error, err error)
+	Pause func(c core.Container) (resume func() error, err error)
 }
 
 // tenant is the manager's view of one container at the last tick.
 type tenant struct {
-	c                    agent.Container
+	c                    core.Container
 	id, name, key, class string
 	spec                 *perfmetric.Spec
 	specErr              string
@@ -180,7 +181,7 @@ func New(o Options) (*Manager, error) {
 func (m *Manager) dials() []float64 { return append([]float64{0}, m.o.Plan.Dials...) }
 
 // KeyOf is a container's profile key.
-func KeyOf(c agent.Container) string {
+func KeyOf(c core.Container) string {
 	d := c.Digest
 	if d == "" {
 		d = c.Image
@@ -202,7 +203,7 @@ func (m *Manager) Profiles() []tenantprofile.Profile {
 
 // Annotate implements agent.Profiler: it records the containers for the loop and fills
 // their profile fields and predictions.
-func (m *Manager) Annotate(st *agent.Status, cons []agent.Container) {
+func (m *Manager) Annotate(st *api.Status, cons []core.Container) {
 	ts := make([]tenant, len(cons))
 	for i, c := range cons {
 		cs := st.Containers[i]

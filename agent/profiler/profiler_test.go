@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"colo/agent"
+	"colo/agent/api"
+	"colo/agent/core"
 	"colo/agent/profiling"
 	"colo/machine"
 	"colo/perfmetric"
@@ -30,7 +31,7 @@ type fakeHost struct {
 	paused map[string]bool
 }
 
-func (h *fakeHost) pause(c agent.Container) (func() error, error) {
+func (h *fakeHost) pause(c core.Container) (func() error, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.paused[c.Name] = true
@@ -94,20 +95,20 @@ func TestManagerProfilesPredictsAndChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons := []agent.Container{
+	cons := []core.Container{
 		{ID: "a", Name: "sens", Image: "img", Digest: "sha256:aaa", Labels: map[string]string{perfmetric.Label: ":9100/metrics rate(work_total)"}},
 		{ID: "b", Name: "flat", Image: "img2", Digest: "sha256:bbb", Labels: map[string]string{perfmetric.Label: ":9200/metrics rate(work_total)"}},
 		{ID: "c", Name: "prio", Image: "img3", Digest: "sha256:ccc", Labels: map[string]string{perfmetric.Label: ":9300/metrics rate(work_total)"}},
 		{ID: "d", Name: "blind", Image: "img4", Digest: "sha256:ddd"},
 	}
-	status := func() *agent.Status {
-		st := &agent.Status{}
+	status := func() *api.Status {
+		st := &api.Status{}
 		for _, c := range cons {
-			cl := agent.Batch
+			cl := core.Batch
 			if c.Name == "prio" {
-				cl = agent.Priority
+				cl = core.Priority
 			}
-			st.Containers = append(st.Containers, agent.ContainerStatus{ID: c.ID, Name: c.Name, Request: agent.Request{Class: cl}})
+			st.Containers = append(st.Containers, api.ContainerStatus{ID: c.ID, Name: c.Name, Request: core.Request{Class: cl}})
 		}
 		m.Annotate(st, cons)
 		return st
@@ -116,7 +117,7 @@ func TestManagerProfilesPredictsAndChecks(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
-	var st *agent.Status
+	var st *api.Status
 	for {
 		st = status()
 		if st.Containers[0].ProfileState == "profiled" && st.Containers[1].ProfileState == "profiled" {

@@ -20,6 +20,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"colo/agent"
+	"colo/agent/api"
+	"colo/agent/core"
+	"colo/agent/discovery"
+	"colo/agent/discovery/docker"
+	"colo/agent/discovery/nri"
+	"colo/agent/host"
 	"colo/bench"
 	"colo/machine"
 	"colo/resctrl"
@@ -81,7 +87,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.runtime, "runtime", "docker", "what to follow: docker, nri (containerd) or process (child cgroups of --cgroup-parent)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.StringVar(&f.nriSocket, "nri-socket", agent.DefaultNRISocket, "containerd's NRI socket (--runtime nri)")
+	fl.StringVar(&f.nriSocket, "nri-socket", nri.DefaultSocket, "containerd's NRI socket (--runtime nri)")
 	fl.StringArrayVar(&f.selectTerms, "select", nil, "manage only containers with this label, KEY or KEY=VALUE (repeat: all must match; default every container)")
 	addProcessFlags(fl, &f.process)
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
@@ -124,7 +130,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if f.monInterval < 0 {
 		return badInputf("--mon-interval %v: 0 (every --interval) or a duration", f.monInterval)
 	}
-	sel, err := agent.ParseSelector(f.selectTerms)
+	sel, err := core.ParseSelector(f.selectTerms)
 	if err != nil {
 		return badInput(err)
 	}
@@ -132,10 +138,10 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return err
 	}
-	var disc agent.Discovery
+	var disc discovery.Source
 	switch f.runtime {
 	case "docker":
-		disc = &agent.Docker{Log: log}
+		disc = &docker.Source{Log: log}
 	case "nri", "process":
 		nd, err := newDiscovery(f, log)
 		if err != nil {
@@ -156,7 +162,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return fmt.Errorf("detect this machine: %w", err)
 	}
-	if agent.PercentMBA(m) {
+	if host.PercentMBA(m) {
 		log.Info("resctrl describes percentage MBA on this CPU (an emulator mount): MBA is in percent", "root", root)
 	}
 	if f.policy == "" && f.options == "" {
@@ -177,7 +183,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		env.IPCEUnavailable = "--no-perf"
 	} else {
 		var hw bool
-		hw, env.IPCEUnavailable = agent.ProbePerf(cpus)
+		hw, env.IPCEUnavailable = host.ProbePerf(cpus)
 		if hw {
 			counters = "hardware perf events per cgroup + CPU time"
 		} else {
@@ -218,7 +224,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return err
 	}
 	ao := agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
-		Host:     &agent.LinuxHost{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
+		Host:     &host.Linux{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
 		Interval: f.interval, MonInterval: f.monInterval, Select: sel, Predictor: pred, StateDir: f.stateDir, Log: log}
 	if prof != nil {
 		ao.Profiler = prof
@@ -286,10 +292,10 @@ func agentStatusCmd() *cobra.Command {
 }
 
 // fetchStatus reads /api/v1/status of the agent at addr.
-func fetchStatus(addr string) (agent.Status, []byte, error) {
-	var st agent.Status
+func fetchStatus(addr string) (api.Status, []byte, error) {
+	var st api.Status
 	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + addr + agent.APIVersion + "/status")
+	resp, err := c.Get("http://" + addr + api.Version + "/status")
 	if err != nil {
 		return st, nil, fmt.Errorf("no colo agent answers at %s (%v); start one with `colo agent` or give --addr", addr, err)
 	}

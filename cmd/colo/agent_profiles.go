@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"colo/agent"
+	"colo/agent/api"
 	"colo/agent/profiler"
 	"colo/agent/profiling"
 	"colo/machine"
@@ -101,14 +102,14 @@ func agentProfiler(f agentFlags, m *machine.Profile, log *slog.Logger) (*profile
 }
 
 // agentHandler is the agent's HTTP API plus GET /api/v1/profiles when profiling.
-func agentHandler(status func() agent.Status, stale time.Duration, prof *profiler.Manager) http.Handler {
-	h := agent.Handler(status, stale)
+func agentHandler(status func() api.Status, stale time.Duration, prof *profiler.Manager) http.Handler {
+	h := api.Handler(status, stale)
 	if prof == nil {
 		return h
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
-	mux.HandleFunc("GET "+agent.APIVersion+"/profiles", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+api.Version+"/profiles", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"colo/agent/discovery"
+	"colo/agent/discovery/nri"
+	"colo/agent/discovery/process"
 	"fmt"
 	"log/slog"
 	"os"
@@ -8,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-
-	"colo/agent"
 )
 
 // processFlags are colo agent's flags for --runtime process.
@@ -26,10 +27,10 @@ func addProcessFlags(fl *pflag.FlagSet, f *processFlags) {
 }
 
 // newDiscovery builds the non-Docker discoveries of colo agent.
-func newDiscovery(f agentFlags, log *slog.Logger) (agent.Discovery, error) {
+func newDiscovery(f agentFlags, log *slog.Logger) (discovery.Source, error) {
 	switch f.runtime {
 	case "nri":
-		return &agent.NRI{Socket: f.nriSocket, Log: log}, nil
+		return &nri.Source{Socket: f.nriSocket, Log: log}, nil
 	case "process":
 		p := f.process
 		if slices.Contains(strings.Split(p.cgroupParent, "/"), "..") {
@@ -40,7 +41,7 @@ func newDiscovery(f agentFlags, log *slog.Logger) (agent.Discovery, error) {
 				return nil, badInputf("--labels-dir %s: not a directory", p.labelsDir)
 			}
 		}
-		return &agent.Processes{Parent: p.cgroupParent, LabelsDir: p.labelsDir, StateDir: p.stateDir, Interval: f.interval, Log: log}, nil
+		return &process.Source{Parent: p.cgroupParent, LabelsDir: p.labelsDir, StateDir: p.stateDir, Interval: f.interval, Log: log}, nil
 	}
 	return nil, fmt.Errorf("--runtime %s: not a runtime colo agent follows; use docker, nri or process", f.runtime)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"colo/agent/api"
+	"colo/agent/core"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"colo/agent"
 )
 
 // Bad input to colo agent exits 2 with the file:line of a bad --policy-options file, and
@@ -63,13 +63,13 @@ func TestAgentBadInput(t *testing.T) {
 func TestTopTable(t *testing.T) {
 	occ := 3.5 * (1 << 20)
 	ipc, slow := 1.25, 1.37
-	st := agent.Status{Instance: "ab12", Policy: "static-cat", Interval: "1s", Runtime: "docker", RuntimeConnected: true,
+	st := api.Status{Instance: "ab12", Policy: "static-cat", Interval: "1s", Runtime: "docker", RuntimeConnected: true,
 		ResctrlRoot: "/sys/fs/resctrl", Machine: "host", Sockets: 1, LLCWays: 12, DefaultMasks: map[string]string{"0": "0xff0"},
 		Updated: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Containers: []agent.ContainerStatus{
-			{Name: "web", Request: agent.Request{Class: agent.Priority}, State: "running", Mask: "0xf", Ways: 4, MBA: 50,
+		Containers: []api.ContainerStatus{
+			{Name: "web", Request: core.Request{Class: core.Priority}, State: "running", Mask: "0xf", Ways: 4, MBA: 50,
 				LLCOccupancyBytes: &occ, Monitoring: "container", Counters: "hardware", IPC: &ipc, Probe: "none", PredictedSlowdown: &slow},
-			{Name: "batch", Request: agent.Request{Class: agent.Batch}, State: "running", Monitoring: "class", Counters: "cputime", Probe: "none"},
+			{Name: "batch", Request: core.Request{Class: core.Batch}, State: "running", Monitoring: "class", Counters: "cputime", Probe: "none"},
 		}}
 	var b strings.Builder
 	if err := writeTop(&b, st); err != nil {

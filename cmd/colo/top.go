@@ -1,6 +1,7 @@
 package main
 
 import (
+	"colo/agent/api"
 	"fmt"
 	"io"
 	"os"
@@ -9,8 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"colo/agent"
 )
 
 func init() {
@@ -90,7 +89,7 @@ func num(v *float64, f string) string {
 }
 
 // writeTop prints an agent's status as colo top's table.
-func writeTop(w io.Writer, st agent.Status) error {
+func writeTop(w io.Writer, st api.Status) error {
 	conn := "connected"
 	if !st.RuntimeConnected {
 		conn = "DISCONNECTED " + st.RuntimeError

@@ -30,7 +30,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"colo/agent"
+	"colo/agent/api"
+	"colo/agent/core"
 	"colo/internal/containerdtest"
 	"colo/internal/testenv"
 	"colo/k8s/publish"
@@ -115,9 +116,9 @@ func tailLines(s string, n int) string {
 	return strings.Join(ls, "\n")
 }
 
-func (a *nodeAgent) status() (agent.Status, error) {
-	var st agent.Status
-	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(a.url + agent.APIVersion + "/status")
+func (a *nodeAgent) status() (api.Status, error) {
+	var st api.Status
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(a.url + api.Version + "/status")
 	if err != nil {
 		return st, err
 	}
@@ -128,9 +129,9 @@ func (a *nodeAgent) status() (agent.Status, error) {
 
 // until waits for the agent's status (one per interval) to satisfy ok; the deadline only
 // bounds a failure.
-func (a *nodeAgent) until(what string, ok func(agent.Status) bool) agent.Status {
+func (a *nodeAgent) until(what string, ok func(api.Status) bool) api.Status {
 	a.t.Helper()
-	var last agent.Status
+	var last api.Status
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		select {
 		case err := <-a.done:
@@ -224,7 +225,7 @@ func containerIDs(ctx context.Context, c *testcluster.Cluster, app string) ([]st
 	return ids, nil
 }
 
-func managed(st agent.Status, id string) *agent.ContainerStatus {
+func managed(st api.Status, id string) *api.ContainerStatus {
 	for i := range st.Containers {
 		if st.Containers[i].ID == id {
 			return &st.Containers[i]
@@ -281,7 +282,7 @@ func TestRealNode(t *testing.T) {
 	before := stableState(e)
 	a := startNodeAgent(t, colo, "--runtime", "nri", "--nri-socket", n.NRISock(), "--policy", "static-cat",
 		"--resctrl-root", root, "--state-dir", t.TempDir())
-	a.until("the NRI plugin synchronized with the node's containerd", func(st agent.Status) bool { return st.RuntimeConnected })
+	a.until("the NRI plugin synchronized with the node's containerd", func(st api.Status) bool { return st.RuntimeConnected })
 
 	if err := c.StartControllerManager(ctx, []string{"deployment-controller", "replicaset-controller"}, 2*time.Minute); err != nil {
 		t.Fatal(err)
@@ -325,7 +326,7 @@ func TestRealNode(t *testing.T) {
 
 	// every container of the Deployments: its class read from the pod's annotations, its
 	// control and monitoring groups on the emulator mount, holding its threads
-	st := a.until("the Deployments' containers managed with their resctrl groups", func(st agent.Status) bool {
+	st := a.until("the Deployments' containers managed with their resctrl groups", func(st api.Status) bool {
 		for _, id := range append(append([]string{}, ids["db"]...), ids["etl"]...) {
 			if c := managed(st, id); c == nil || c.CtrlGroup == "" || c.Monitoring != "container" {
 				return false
@@ -334,7 +335,7 @@ func TestRealNode(t *testing.T) {
 		return true
 	})
 	es := e.State()
-	for app, class := range map[string]agent.Class{"db": agent.Priority, "etl": agent.Batch} {
+	for app, class := range map[string]core.Class{"db": core.Priority, "etl": core.Batch} {
 		for _, id := range ids[app] {
 			ct := managed(st, id)
 			if ct.Request.Class != class {
@@ -392,7 +393,7 @@ func TestRealNode(t *testing.T) {
 	if _, err := deps.UpdateScale(ctx, "db", scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	a.until("the scaled-down containers released", func(st agent.Status) bool {
+	a.until("the scaled-down containers released", func(st api.Status) bool {
 		for _, id := range ids["db"] {
 			if managed(st, id) != nil {
 				return false

@@ -7,28 +7,29 @@ import (
 	"testing"
 	"time"
 
-	"colo/agent"
+	"colo/agent/api"
+	"colo/agent/core"
 	"colo/k8s/nodestate"
 	"colo/k8s/placement"
 )
 
-// The publisher reads the real agent API (agent.Handler serving an agent.Status), so a
+// The publisher reads the real agent API (api.Handler serving an api.Status), so a
 // renamed JSON field on either side fails here.
 func TestFromAgentAPI(t *testing.T) {
 	lib, err := placement.LoadLibrary("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := agent.Status{Sockets: 2, LLCWays: 11, Ticks: 1, Updated: time.Now(), Counts: map[string]int{},
-		Containers: []agent.ContainerStatus{
-			{ID: "a", Name: "db", Image: "colo.local/605.mcf_s:1", Request: agent.Request{Class: agent.Priority, TargetIPCE: 0.9}, State: "running", Socket: 0, Ways: 4, MBA: 30, CtrlGroup: "colo-db"},
-			{ID: "b", Name: "619.lbm_s", Request: agent.Request{Class: agent.Batch}, State: "running", Socket: 1},
-			{ID: "c", Name: "web", Request: agent.Request{Class: agent.BestEffort}, State: "running", Socket: 1},
-			{ID: "d", Name: "later", Request: agent.Request{Class: agent.Batch}, State: "queued"},
+	st := api.Status{Sockets: 2, LLCWays: 11, Ticks: 1, Updated: time.Now(), Counts: map[string]int{},
+		Containers: []api.ContainerStatus{
+			{ID: "a", Name: "db", Image: "colo.local/605.mcf_s:1", Request: core.Request{Class: core.Priority, TargetIPCE: 0.9}, State: "running", Socket: 0, Ways: 4, MBA: 30, CtrlGroup: "colo-db"},
+			{ID: "b", Name: "619.lbm_s", Request: core.Request{Class: core.Batch}, State: "running", Socket: 1},
+			{ID: "c", Name: "web", Request: core.Request{Class: core.BestEffort}, State: "running", Socket: 1},
+			{ID: "d", Name: "later", Request: core.Request{Class: core.Batch}, State: "queued"},
 			// found through NRI in a Kubernetes pod: namespace/pod/container
-			{ID: "e", Name: "default/etl-7d9f8-x2kq/etl", Request: agent.Request{Class: agent.Batch}, State: "running", Socket: 1},
+			{ID: "e", Name: "default/etl-7d9f8-x2kq/etl", Request: core.Request{Class: core.Batch}, State: "running", Socket: 1},
 		}}
-	srv := httptest.NewServer(agent.Handler(func() agent.Status { return st }, time.Hour))
+	srv := httptest.NewServer(api.Handler(func() api.Status { return st }, time.Hour))
 	defer srv.Close()
 	got, err := FetchAgent(context.Background(), srv.URL)
 	if err != nil {

@@ -1,4 +1,6 @@
-package agent
+// Package api is what the agent publishes: the status after each tick (Status), the
+// HTTP handler serving it (JSON under /api/v1, /healthz) and the Prometheus collector.
+package api
 
 import (
 	"encoding/json"
@@ -10,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// APIVersion is the path prefix of the JSON API.
-const APIVersion = "/api/v1"
+// Version is the path prefix of the JSON API.
+const Version = "/api/v1"
 
 // Handler serves /metrics (Prometheus), /healthz and the JSON API:
 //
@@ -44,8 +46,8 @@ func Handler(status func() Status, staleAfter time.Duration) http.Handler {
 		enc.SetIndent("", "  ")
 		enc.Encode(v)
 	}
-	mux.HandleFunc("GET "+APIVersion+"/status", func(w http.ResponseWriter, r *http.Request) { js(w, status()) })
-	mux.HandleFunc("GET "+APIVersion+"/containers", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+Version+"/status", func(w http.ResponseWriter, r *http.Request) { js(w, status()) })
+	mux.HandleFunc("GET "+Version+"/containers", func(w http.ResponseWriter, r *http.Request) {
 		cs := status().Containers
 		if cs == nil {
 			cs = []ContainerStatus{}

@@ -1,4 +1,5 @@
-package agent
+// Package process follows plain cgroups for the agent (colo agent --runtime process).
+package process
 
 import (
 	"bufio"
@@ -16,16 +17,18 @@ import (
 	"strings"
 	"time"
 
+	"colo/agent/core"
+	"colo/agent/discovery"
 	"colo/workload"
 )
 
-// Processes follows cgroups that are not containers (colo agent --runtime process): every
+// Source follows cgroups that are not containers (colo agent --runtime process): every
 // child cgroup of Parent that holds at least one process is one tenant. Its ID and Name
 // are the cgroup's directory name, its PID the lowest PID in it, its labels come from
 // LabelsDir/<name>.labels. Processes polls Parent every Interval: a Sync at start (and
 // after the parent reappears), then Upsert for a new or changed tenant and Gone for one
 // that was removed or has no process left, each batch in name order.
-type Processes struct {
+type Source struct {
 	// Parent is the parent cgroup, relative to every hierarchy root (e.g. "colo", the
 	// parent colo's process runtime uses, or "/batch.slice"); resolved on each mounted
 	// hierarchy (v1, hybrid, v2).
@@ -49,34 +52,34 @@ type Processes struct {
 }
 
 // Name implements Discovery.
-func (p *Processes) Name() string { return "process" }
+func (p *Source) Name() string { return "process" }
 
 // Run implements Discovery.
-func (p *Processes) Run(ctx context.Context, out chan<- Event) {
+func (p *Source) Run(ctx context.Context, out chan<- discovery.Event) {
 	every := p.Interval
 	if every <= 0 {
 		every = time.Second
 	}
-	var known map[string]Container // nil: not synced
+	var known map[string]core.Container // nil: not synced
 	lastErr := ""
 	for {
 		cs, err := p.scan()
-		var evs []Event
+		var evs []discovery.Event
 		switch {
 		case err != nil:
 			if err.Error() != lastErr && p.Log != nil {
 				p.Log.Warn("cgroup parent unreadable; retrying every interval", "runtime", "process", "err", err)
 			}
 			lastErr, known = err.Error(), nil
-			evs = []Event{{Kind: Down, Err: err}}
+			evs = []discovery.Event{{Kind: discovery.Down, Err: err}}
 		case known == nil:
 			lastErr = ""
-			evs = []Event{{Kind: Sync, Containers: cs}}
+			evs = []discovery.Event{{Kind: discovery.Sync, Containers: cs}}
 		default:
 			evs = changes(known, cs)
 		}
 		if err == nil {
-			known = map[string]Container{}
+			known = map[string]core.Container{}
 			for _, c := range cs {
 				known[c.ID] = c
 			}
@@ -98,26 +101,26 @@ func (p *Processes) Run(ctx context.Context, out chan<- Event) {
 
 // changes are the events that turn known into now (ascending by ID): Gone first, then
 // Upsert for the new and the changed.
-func changes(known map[string]Container, now []Container) []Event {
-	var evs []Event
+func changes(known map[string]core.Container, now []core.Container) []discovery.Event {
+	var evs []discovery.Event
 	seen := map[string]bool{}
 	for _, c := range now {
 		seen[c.ID] = true
 	}
 	for _, id := range sortedKeys(known) {
 		if !seen[id] {
-			evs = append(evs, Event{Kind: Gone, ID: id})
+			evs = append(evs, discovery.Event{Kind: discovery.Gone, ID: id})
 		}
 	}
 	for _, c := range now {
 		if k, ok := known[c.ID]; !ok || !reflect.DeepEqual(k, c) {
-			evs = append(evs, Event{Kind: Upsert, Containers: []Container{c}})
+			evs = append(evs, discovery.Event{Kind: discovery.Upsert, Containers: []core.Container{c}})
 		}
 	}
 	return evs
 }
 
-func sortedKeys(m map[string]Container) []string {
+func sortedKeys(m map[string]core.Container) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
@@ -127,7 +130,7 @@ func sortedKeys(m map[string]Container) []string {
 }
 
 // scan lists the tenants under Parent, by name.
-func (p *Processes) scan() ([]Container, error) {
+func (p *Source) scan() ([]core.Container, error) {
 	resolve := p.resolve
 	if resolve == nil {
 		resolve = workload.CgroupAtPath
@@ -146,7 +149,7 @@ func (p *Processes) scan() ([]Container, error) {
 		return nil, fmt.Errorf("cgroup parent %s: %w (create it, or point --cgroup-parent at the cgroup holding the tenants)", parent, err)
 	}
 	pcg.Path = parent
-	var cs []Container
+	var cs []core.Container
 	for _, e := range ents { // ReadDir sorts by name
 		if !e.IsDir() {
 			continue
@@ -160,7 +163,7 @@ func (p *Processes) scan() ([]Container, error) {
 
 // tenant describes the child cgroup name of parent (ok false: no process in it, or colo
 // run's). Its directories are the parent's, on the hierarchies where the child exists.
-func (p *Processes) tenant(parent workload.Cgroup, name string) (Container, bool) {
+func (p *Source) tenant(parent workload.Cgroup, name string) (core.Container, bool) {
 	cg := workload.Cgroup{Version: parent.Version, Path: path.Join(parent.Path, name), Dirs: map[string]string{}}
 	for k, d := range parent.Dirs {
 		d = filepath.Join(d, name)
@@ -170,11 +173,11 @@ func (p *Processes) tenant(parent workload.Cgroup, name string) (Container, bool
 	}
 	procs, err := cg.Procs()
 	if err != nil || len(procs) == 0 {
-		return Container{}, false
+		return core.Container{}, false
 	}
 	labels := p.stateLabels(name)
 	if labels[workload.LabelOwner] == workload.OwnerValue {
-		return Container{}, false
+		return core.Container{}, false
 	}
 	for k, v := range p.fileLabels(name) {
 		if labels == nil {
@@ -182,12 +185,12 @@ func (p *Processes) tenant(parent workload.Cgroup, name string) (Container, bool
 		}
 		labels[k] = v
 	}
-	return Container{ID: name, Name: name, Labels: labels, PID: procs[0],
+	return core.Container{ID: name, Name: name, Labels: labels, PID: procs[0],
 		Cgroup: cg.Path, CgroupDirs: cg.Dirs, CgroupV: cg.Version}, true
 }
 
 // stateLabels are the labels colo's process runtime recorded for workload name (nil: none).
-func (p *Processes) stateLabels(name string) map[string]string {
+func (p *Source) stateLabels(name string) map[string]string {
 	if p.StateDir == "" {
 		return nil
 	}
@@ -206,7 +209,7 @@ func (p *Processes) stateLabels(name string) map[string]string {
 
 // fileLabels reads LabelsDir/<name>.labels (nil: none). A line that is not KEY=VALUE is
 // ignored with one warning (file:line) per content of the file.
-func (p *Processes) fileLabels(name string) map[string]string {
+func (p *Source) fileLabels(name string) map[string]string {
 	if p.LabelsDir == "" {
 		return nil
 	}
@@ -229,7 +232,7 @@ func (p *Processes) fileLabels(name string) map[string]string {
 	return labels
 }
 
-func (p *Processes) remember(file, what string) {
+func (p *Source) remember(file, what string) {
 	if p.warned == nil {
 		p.warned = map[string]string{}
 	}

@@ -1,4 +1,5 @@
-package agent
+// Package nri follows containerd (or CRI-O) for the agent as an NRI plugin.
+package nri
 
 import (
 	"context"
@@ -13,20 +14,22 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
 
+	"colo/agent/core"
+	"colo/agent/discovery"
 	"colo/workload"
 )
 
-// DefaultNRISocket is where containerd serves NRI plugins.
-const DefaultNRISocket = "/var/run/nri/nri.sock"
+// DefaultSocket is where containerd serves NRI plugins.
+const DefaultSocket = "/var/run/nri/nri.sock"
 
-// NRI follows containerd (v2; also CRI-O) as an NRI plugin (github.com/containerd/nri
+// Source follows containerd (v2; also CRI-O) as an NRI plugin (github.com/containerd/nri
 // pkg/stub): Synchronize gives the full list when the plugin (re)connects, PostStart,
 // StopContainer and RemoveContainer follow lifecycles. Containerd restarts close the
 // connection: the plugin reports the runtime down and reconnects with back-off. A
 // container's annotations count as labels (Kubernetes pod annotations carry the
 // vocabulary).
-type NRI struct {
-	Socket string // default DefaultNRISocket
+type Source struct {
+	Socket string // default DefaultSocket
 	Log    *slog.Logger
 	// Retry is the first reconnect delay (doubling up to 10 s); default 250 ms.
 	Retry time.Duration
@@ -35,13 +38,13 @@ type NRI struct {
 }
 
 // Name implements Discovery.
-func (n *NRI) Name() string { return "nri" }
+func (n *Source) Name() string { return "nri" }
 
 // Run implements Discovery.
-func (n *NRI) Run(ctx context.Context, out chan<- Event) {
+func (n *Source) Run(ctx context.Context, out chan<- discovery.Event) {
 	sock := n.Socket
 	if sock == "" {
-		sock = DefaultNRISocket
+		sock = DefaultSocket
 	}
 	idx := n.Index
 	if idx == "" {
@@ -74,7 +77,7 @@ func (n *NRI) Run(ctx context.Context, out chan<- Event) {
 		if ctx.Err() != nil {
 			return
 		}
-		if !downThenWait(ctx, out, err, wait) {
+		if !discovery.DownThenWait(ctx, out, err, wait) {
 			return
 		}
 		wait = min(2*wait, 10*time.Second)
@@ -83,11 +86,11 @@ func (n *NRI) Run(ctx context.Context, out chan<- Event) {
 
 type nriPlugin struct {
 	ctx context.Context
-	out chan<- Event
+	out chan<- discovery.Event
 	log *slog.Logger
 }
 
-func (p *nriPlugin) send(ev Event) {
+func (p *nriPlugin) send(ev discovery.Event) {
 	select {
 	case p.out <- ev:
 	case <-p.ctx.Done():
@@ -100,7 +103,7 @@ func (p *nriPlugin) Synchronize(_ context.Context, pods []*api.PodSandbox, cs []
 	for _, pod := range pods {
 		byID[pod.GetId()] = pod
 	}
-	var list []Container
+	var list []core.Container
 	for _, c := range cs {
 		if c.GetState() != api.ContainerState_CONTAINER_RUNNING {
 			continue
@@ -109,33 +112,33 @@ func (p *nriPlugin) Synchronize(_ context.Context, pods []*api.PodSandbox, cs []
 			list = append(list, ct)
 		}
 	}
-	p.send(Event{Kind: Sync, Containers: list})
+	p.send(discovery.Event{Kind: discovery.Sync, Containers: list})
 	return nil, nil
 }
 
 // PostStartContainer implements stub.PostStartContainerInterface.
 func (p *nriPlugin) PostStartContainer(_ context.Context, pod *api.PodSandbox, c *api.Container) error {
 	if ct, ok := p.container(pod, c); ok {
-		p.send(Event{Kind: Upsert, Containers: []Container{ct}})
+		p.send(discovery.Event{Kind: discovery.Upsert, Containers: []core.Container{ct}})
 	}
 	return nil
 }
 
 // StopContainer implements stub.StopContainerInterface.
 func (p *nriPlugin) StopContainer(_ context.Context, _ *api.PodSandbox, c *api.Container) ([]*api.ContainerUpdate, error) {
-	p.send(Event{Kind: Gone, ID: c.GetId()})
+	p.send(discovery.Event{Kind: discovery.Gone, ID: c.GetId()})
 	return nil, nil
 }
 
 // RemoveContainer implements stub.RemoveContainerInterface.
 func (p *nriPlugin) RemoveContainer(_ context.Context, _ *api.PodSandbox, c *api.Container) error {
-	p.send(Event{Kind: Gone, ID: c.GetId()})
+	p.send(discovery.Event{Kind: discovery.Gone, ID: c.GetId()})
 	return nil
 }
 
 // container describes an NRI container: labels and annotations merged (annotations win),
 // the cgroup from its PID, or from its cgroups path when the runtime gave no PID.
-func (p *nriPlugin) container(pod *api.PodSandbox, c *api.Container) (Container, bool) {
+func (p *nriPlugin) container(pod *api.PodSandbox, c *api.Container) (core.Container, bool) {
 	labels := map[string]string{}
 	for k, v := range c.GetLabels() {
 		labels[k] = v
@@ -151,14 +154,14 @@ func (p *nriPlugin) container(pod *api.PodSandbox, c *api.Container) (Container,
 		}
 	}
 	if labels[workload.LabelOwner] == workload.OwnerValue {
-		return Container{}, false
+		return core.Container{}, false
 	}
 	name := c.GetName()
 	if pod != nil && pod.GetName() != "" {
 		name = pod.GetNamespace() + "/" + pod.GetName() + "/" + name
 	}
 	image := labels["io.kubernetes.cri.image-name"]
-	ct := Container{ID: c.GetId(), Name: name, Image: image, Labels: labels, PID: int(c.GetPid())}
+	ct := core.Container{ID: c.GetId(), Name: name, Image: image, Labels: labels, PID: int(c.GetPid())}
 	var cg workload.Cgroup
 	var err error
 	if ct.PID > 0 {

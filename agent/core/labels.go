@@ -1,13 +1,4 @@
-// Package agent is colo's node daemon: it follows containers it did not start (Docker
-// events, containerd NRI), gives each one resctrl monitoring, lets the same schedulers
-// that `colo run` uses (package sched's registry) decide their cache and bandwidth
-// allocations, applies them through the resctrl client, and exposes everything over HTTP
-// (Prometheus /metrics, a JSON API under /api/v1/).
-//
-// The decision core (Core) is pure: it is fed container arrivals and departures, samples
-// and a clock, and returns the state it wants. The shell (Agent) does the I/O: discovery,
-// PID sync, counters, resctrl, the journal, HTTP.
-package agent
+package core
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package agent
+package core
 
 import (
 	"fmt"
@@ -72,8 +72,8 @@ type Plan struct {
 	Log []string
 }
 
-// CoreStats counts what the policy decided since the start.
-type CoreStats struct {
+// Stats counts what the policy decided since the start.
+type Stats struct {
 	Decisions map[string]int `json:"decisions"` // place, reject, allocate, migrate, repin, quota, probe
 	Probes    map[string]int `json:"probes"`    // requested, refused
 	// Ignored counts decisions the agent cannot carry out (it does not move or throttle
@@ -98,7 +98,7 @@ type Core struct {
 	explicit map[int]uint64
 	def      map[int]uint64
 	dirty    bool
-	stats    CoreStats
+	stats    Stats
 	said     map[string]bool
 	// static holds the static requests' allocations (static.go); foreign the ways other
 	// agents claim per socket (SetForeign)
@@ -107,13 +107,13 @@ type Core struct {
 	foreign []uint64
 }
 
-// NewCore builds the core around a scheduler on machine m. Containers share cores (the
+// New builds the core around a scheduler on machine m. Containers share cores (the
 // agent does not place them), so every socket's cores are reported free and each
 // container is a one-core job.
-func NewCore(m *machine.Profile, s sched.Scheduler) *Core {
+func New(m *machine.Profile, s sched.Scheduler) *Core {
 	c := &Core{m: m, sch: s, byID: map[string]*Member{}, byJob: map[int]*Member{}, def: map[int]uint64{},
 		explicit: map[int]uint64{}, said: map[string]bool{},
-		stats: CoreStats{Decisions: map[string]int{}, Probes: map[string]int{}, Ignored: map[string]int{}}}
+		stats: Stats{Decisions: map[string]int{}, Probes: map[string]int{}, Ignored: map[string]int{}}}
 	c.cpus = make([][]int, m.Sockets)
 	for cpu := 0; cpu < m.Cores(); cpu++ {
 		s := m.SocketOfCore(cpu)
@@ -202,8 +202,8 @@ func (c *Core) Members() []*Member {
 func (c *Core) Member(id string) *Member { return c.byID[id] }
 
 // Stats returns the decision counts (a copy).
-func (c *Core) Stats() CoreStats {
-	cp := CoreStats{Decisions: map[string]int{}, Probes: map[string]int{}, Ignored: map[string]int{}}
+func (c *Core) Stats() Stats {
+	cp := Stats{Decisions: map[string]int{}, Probes: map[string]int{}, Ignored: map[string]int{}}
 	for k, v := range c.stats.Decisions {
 		cp.Decisions[k] = v
 	}

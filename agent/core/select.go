@@ -1,4 +1,4 @@
-package agent
+package core
 
 import (
 	"fmt"
@@ -54,7 +54,7 @@ func (s Selector) String() string {
 }
 
 // selected keeps the containers s matches.
-func (s Selector) selected(cs []Container) []Container {
+func (s Selector) Filter(cs []Container) []Container {
 	if len(s) == 0 {
 		return cs
 	}

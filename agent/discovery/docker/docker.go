@@ -1,4 +1,5 @@
-package agent
+// Package docker follows dockerd for the agent (discovery.Source over the Engine API).
+package docker
 
 import (
 	"context"
@@ -13,24 +14,26 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"colo/agent/core"
+	"colo/agent/discovery"
 	"colo/workload"
 )
 
-// Docker follows dockerd through the Engine API: the event stream (start, die, destroy,
+// Source follows dockerd through the Engine API: the event stream (start, die, destroy,
 // update) plus the full list of running containers at start-up and after every
 // reconnect. Containers that colo run itself started (label colo.owner=colo) are left to
 // it.
-type Docker struct {
+type Source struct {
 	Log *slog.Logger
 	// Retry is the first reconnect delay (doubling up to 30 s); default 500 ms.
 	Retry time.Duration
 }
 
 // Name implements Discovery.
-func (d *Docker) Name() string { return "docker" }
+func (d *Source) Name() string { return "docker" }
 
 // Run implements Discovery.
-func (d *Docker) Run(ctx context.Context, out chan<- Event) {
+func (d *Source) Run(ctx context.Context, out chan<- discovery.Event) {
 	wait := d.Retry
 	if wait <= 0 {
 		wait = 500 * time.Millisecond
@@ -44,7 +47,7 @@ func (d *Docker) Run(ctx context.Context, out chan<- Event) {
 		if synced {
 			wait = first
 		}
-		if !downThenWait(ctx, out, err, wait) {
+		if !discovery.DownThenWait(ctx, out, err, wait) {
 			return
 		}
 		wait = min(2*wait, 30*time.Second)
@@ -53,7 +56,7 @@ func (d *Docker) Run(ctx context.Context, out chan<- Event) {
 
 // session connects, subscribes to events, lists the running containers and follows the
 // events until the stream breaks. synced says whether the list was sent.
-func (d *Docker) session(ctx context.Context, out chan<- Event) (synced bool, err error) {
+func (d *Source) session(ctx context.Context, out chan<- discovery.Event) (synced bool, err error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return false, err
@@ -77,14 +80,14 @@ func (d *Docker) session(ctx context.Context, out chan<- Event) (synced bool, er
 	if err != nil {
 		return false, fmt.Errorf("docker: list containers: %w", err)
 	}
-	var cs []Container
+	var cs []core.Container
 	for _, c := range list {
 		if ct, ok := d.inspect(ctx, cli, c.ID); ok {
 			cs = append(cs, ct)
 		}
 	}
 	select {
-	case out <- Event{Kind: Sync, Containers: cs}:
+	case out <- discovery.Event{Kind: discovery.Sync, Containers: cs}:
 	case <-ctx.Done():
 		return false, nil
 	}
@@ -98,16 +101,16 @@ func (d *Docker) session(ctx context.Context, out chan<- Event) (synced bool, er
 			}
 			return true, fmt.Errorf("docker event stream lost: %w", err)
 		case m := <-msgs:
-			var ev Event
+			var ev discovery.Event
 			switch m.Action {
 			case events.ActionStart, events.ActionUpdate:
 				ct, ok := d.inspect(ctx, cli, m.Actor.ID)
 				if !ok {
 					continue // exited before it could be inspected; its die event follows
 				}
-				ev = Event{Kind: Upsert, Containers: []Container{ct}}
+				ev = discovery.Event{Kind: discovery.Upsert, Containers: []core.Container{ct}}
 			case events.ActionDie, events.ActionDestroy:
-				ev = Event{Kind: Gone, ID: m.Actor.ID}
+				ev = discovery.Event{Kind: discovery.Gone, ID: m.Actor.ID}
 			default:
 				continue
 			}
@@ -121,15 +124,15 @@ func (d *Docker) session(ctx context.Context, out chan<- Event) (synced bool, er
 }
 
 // inspect describes a running container (ok false: not running, gone, or colo run's).
-func (d *Docker) inspect(ctx context.Context, cli *client.Client, id string) (Container, bool) {
+func (d *Source) inspect(ctx context.Context, cli *client.Client, id string) (core.Container, bool) {
 	c, err := cli.ContainerInspect(ctx, id)
 	if err != nil || c.State == nil || !c.State.Running || c.Config == nil {
-		return Container{}, false
+		return core.Container{}, false
 	}
 	if c.Config.Labels[workload.LabelOwner] == workload.OwnerValue {
-		return Container{}, false
+		return core.Container{}, false
 	}
-	ct := Container{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), Image: c.Config.Image, Labels: c.Config.Labels, PID: c.State.Pid,
+	ct := core.Container{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/"), Image: c.Config.Image, Labels: c.Config.Labels, PID: c.State.Pid,
 		Digest: c.Image, Command: append(append([]string(nil), c.Config.Entrypoint...), c.Config.Cmd...)}
 	if c.HostConfig != nil {
 		ct.CPUs = float64(c.HostConfig.NanoCPUs) / 1e9
@@ -143,21 +146,4 @@ func (d *Docker) inspect(ctx context.Context, cli *client.Client, id string) (Co
 	}
 	ct.Cgroup, ct.CgroupDirs, ct.CgroupV = cg.Path, cg.Dirs, cg.Version
 	return ct, true
-}
-
-// downThenWait tells the agent that a runtime connection is down (err says why) and waits
-// wait before the next attempt; false when ctx ends first. Both discovery sources (Docker,
-// NRI) reconnect through it with their own back-off.
-func downThenWait(ctx context.Context, out chan<- Event, err error, wait time.Duration) bool {
-	select {
-	case out <- Event{Kind: Down, Err: err}:
-	case <-ctx.Done():
-		return false
-	}
-	select {
-	case <-time.After(wait):
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

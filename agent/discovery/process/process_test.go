@@ -1,4 +1,4 @@
-package agent
+package process
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"colo/agent/core"
+	"colo/agent/discovery"
 	"colo/workload"
 )
 
@@ -52,14 +54,14 @@ func writeFile(t *testing.T, path, s string) {
 }
 
 // next waits for the discovery's next event.
-func next(t *testing.T, ch <-chan Event) Event {
+func next(t *testing.T, ch <-chan discovery.Event) discovery.Event {
 	t.Helper()
 	select {
 	case ev := <-ch:
 		return ev
 	case <-time.After(20 * time.Second):
 		t.Fatal("no discovery event")
-		return Event{}
+		return discovery.Event{}
 	}
 }
 
@@ -84,57 +86,57 @@ func TestProcessDiscoveryFollowsCgroups(t *testing.T) {
 	}
 
 	var logb bytes.Buffer
-	p := &Processes{Parent: "colo", LabelsDir: labels, StateDir: state, Interval: 20 * time.Millisecond,
+	p := &Source{Parent: "colo", LabelsDir: labels, StateDir: state, Interval: 20 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&logb, nil)), resolve: tree.resolve}
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan Event)
+	ch := make(chan discovery.Event)
 	done := make(chan struct{})
 	go func() { p.Run(ctx, ch); close(done) }()
 
 	ev := next(t, ch)
 	webDirs := map[string]string{"cpu": filepath.Join(tree.root, "cpu", "colo", "web")}
-	web := Container{ID: "web", Name: "web", PID: 7, Cgroup: "/colo/web", CgroupDirs: webDirs, CgroupV: 1,
-		Labels: map[string]string{LabelClass: "priority", LabelTargetIPCE: "0.9"}}
-	if ev.Kind != Sync || !reflect.DeepEqual(ev.Containers, []Container{web}) {
+	web := core.Container{ID: "web", Name: "web", PID: 7, Cgroup: "/colo/web", CgroupDirs: webDirs, CgroupV: 1,
+		Labels: map[string]string{core.LabelClass: "priority", core.LabelTargetIPCE: "0.9"}}
+	if ev.Kind != discovery.Sync || !reflect.DeepEqual(ev.Containers, []core.Container{web}) {
 		t.Fatalf("first event %+v, want Sync of %+v", ev, web)
 	}
-	if req, errs := ParseRequest(ev.Containers[0].Labels, nil); req.Class != Priority || len(errs) != 0 {
+	if req, errs := core.ParseRequest(ev.Containers[0].Labels, nil); req.Class != core.Priority || len(errs) != 0 {
 		t.Errorf("labels %v give %+v %v, want a priority request", ev.Containers[0].Labels, req, errs)
 	}
 
 	tree.put(t, "idle", "5\n")
 	ev = next(t, ch)
-	if ev.Kind != Upsert || len(ev.Containers) != 1 || ev.Containers[0].ID != "idle" || ev.Containers[0].PID != 5 || ev.Containers[0].Labels != nil {
+	if ev.Kind != discovery.Upsert || len(ev.Containers) != 1 || ev.Containers[0].ID != "idle" || ev.Containers[0].PID != 5 || ev.Containers[0].Labels != nil {
 		t.Fatalf("after a process joined idle: %+v, want Upsert of idle, PID 5, unlabelled", ev)
 	}
 	tree.put(t, "batch", "40\n41\n")
 	ev = next(t, ch)
-	if ev.Kind != Upsert || ev.Containers[0].ID != "batch" || !reflect.DeepEqual(ev.Containers[0].Labels, map[string]string{"team": "b"}) {
+	if ev.Kind != discovery.Upsert || ev.Containers[0].ID != "batch" || !reflect.DeepEqual(ev.Containers[0].Labels, map[string]string{"team": "b"}) {
 		t.Fatalf("new cgroup batch: %+v, want Upsert with the process runtime's recorded labels", ev)
 	}
 	if err := os.RemoveAll(filepath.Join(tree.root, "cpu", "colo", "web")); err != nil {
 		t.Fatal(err)
 	}
-	if ev = next(t, ch); ev.Kind != Gone || ev.ID != "web" {
+	if ev = next(t, ch); ev.Kind != discovery.Gone || ev.ID != "web" {
 		t.Fatalf("web removed: %+v, want Gone web", ev)
 	}
 	tree.put(t, "idle", "")
-	if ev = next(t, ch); ev.Kind != Gone || ev.ID != "idle" {
+	if ev = next(t, ch); ev.Kind != discovery.Gone || ev.ID != "idle" {
 		t.Fatalf("idle emptied: %+v, want Gone idle", ev)
 	}
 
 	if err := os.Rename(filepath.Join(tree.root, "cpu", "colo"), filepath.Join(tree.root, "cpu", "away")); err != nil {
 		t.Fatal(err)
 	}
-	if ev = next(t, ch); ev.Kind != Down || ev.Err == nil || !bytes.Contains([]byte(ev.Err.Error()), []byte("cgroup parent /colo")) {
+	if ev = next(t, ch); ev.Kind != discovery.Down || ev.Err == nil || !bytes.Contains([]byte(ev.Err.Error()), []byte("cgroup parent /colo")) {
 		t.Fatalf("parent removed: %+v, want Down naming the parent", ev)
 	}
 	if err := os.Rename(filepath.Join(tree.root, "cpu", "away"), filepath.Join(tree.root, "cpu", "colo")); err != nil {
 		t.Fatal(err)
 	}
-	for ev = next(t, ch); ev.Kind == Down; ev = next(t, ch) {
+	for ev = next(t, ch); ev.Kind == discovery.Down; ev = next(t, ch) {
 	}
-	if ev.Kind != Sync || len(ev.Containers) != 1 || ev.Containers[0].ID != "batch" {
+	if ev.Kind != discovery.Sync || len(ev.Containers) != 1 || ev.Containers[0].ID != "batch" {
 		t.Fatalf("parent back: %+v, want Sync of batch", ev)
 	}
 	cancel()
@@ -150,14 +152,14 @@ func TestProcessDiscoveryFollowsCgroups(t *testing.T) {
 
 // changes orders a poll's events: Gone by ID, then Upsert by ID for the new and changed.
 func TestProcessChangesOrder(t *testing.T) {
-	known := map[string]Container{"b": {ID: "b", PID: 1}, "a": {ID: "a", PID: 2}, "c": {ID: "c", PID: 3}, "d": {ID: "d", PID: 4}}
-	now := []Container{{ID: "c", PID: 9}, {ID: "d", PID: 4}, {ID: "e", PID: 5}}
+	known := map[string]core.Container{"b": {ID: "b", PID: 1}, "a": {ID: "a", PID: 2}, "c": {ID: "c", PID: 3}, "d": {ID: "d", PID: 4}}
+	now := []core.Container{{ID: "c", PID: 9}, {ID: "d", PID: 4}, {ID: "e", PID: 5}}
 	var got []string
 	for _, ev := range changes(known, now) {
 		switch ev.Kind {
-		case Gone:
+		case discovery.Gone:
 			got = append(got, "-"+ev.ID)
-		case Upsert:
+		case discovery.Upsert:
 			got = append(got, "+"+ev.Containers[0].ID)
 		}
 	}
@@ -187,9 +189,9 @@ func BenchmarkProcessesScan(b *testing.B) {
 			b.Fatal(err)
 		}
 		os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(fmt.Sprintf("%d\n", 100+i)), 0o644)
-		os.WriteFile(filepath.Join(labels, fmt.Sprintf("t%02d.labels", i)), []byte(LabelClass+"=batch\n"), 0o644)
+		os.WriteFile(filepath.Join(labels, fmt.Sprintf("t%02d.labels", i)), []byte(core.LabelClass+"=batch\n"), 0o644)
 	}
-	p := &Processes{Parent: "colo", LabelsDir: labels, resolve: tree.resolve}
+	p := &Source{Parent: "colo", LabelsDir: labels, resolve: tree.resolve}
 	b.ReportAllocs()
 	for b.Loop() {
 		if cs, err := p.scan(); err != nil || len(cs) != 30 {

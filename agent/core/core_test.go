@@ -1,4 +1,4 @@
-package agent
+package core
 
 import (
 	"fmt"
@@ -10,12 +10,13 @@ import (
 
 	"colo/machine"
 	_ "colo/policy/dcat"
+	"colo/sched"
 )
 
 func newCore(t *testing.T, policy string) (*Core, *machine.Profile) {
 	t.Helper()
 	s, m := testPolicy(t, policy)
-	return NewCore(m, s), m
+	return New(m, s), m
 }
 
 func TestCoreStaticCatAllocatesAndReleases(t *testing.T) {
@@ -171,4 +172,21 @@ func TestCoreStaticRequests(t *testing.T) {
 	if clos := c.policyBudget(); clos != nil && clos[ts.Socket].Foreign&ts.Mask != 0 {
 		t.Errorf("released static ways still foreign to the policy: %+v", clos)
 	}
+}
+
+// testPolicy is the named policy on the emulator's "intel" machine (icx-4314-2s), with
+// RDT on and no PMU.
+func testPolicy(tb testing.TB, policy string) (sched.Scheduler, *machine.Profile) {
+	tb.Helper()
+	m, err := machine.Get("icx-4314-2s")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := sched.DefaultConfig()
+	cfg.RDT = true
+	s, err := sched.New(policy, sched.Env{Machine: m, Config: cfg, IPCEUnavailable: "test: no PMU"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s, m
 }

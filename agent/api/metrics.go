@@ -1,6 +1,7 @@
-package agent
+package api
 
 import (
+	"colo/agent/core"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,7 +94,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	n := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
-	byClass := map[Class]int{}
+	byClass := map[core.Class]int{}
 	for _, cs := range st.Containers {
 		byClass[cs.Request.Class]++
 		id := cs.Cgroup
@@ -144,7 +145,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			n(descProfileRuns, float64(st.ProfileRuns[k]), k)
 		}
 	}
-	for _, k := range Classes {
+	for _, k := range core.Classes {
 		g(descManaged, float64(byClass[k]), string(k))
 	}
 	for _, k := range []string{"place", "reject", "allocate", "migrate", "probe"} {
@@ -156,7 +157,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, k := range []string{"requested", "refused"} {
 		n(descProbes, float64(st.Decisions.Probes[k]), k)
 	}
-	for _, k := range []string{LabelClass, LabelTargetIPCE, LabelLLCWays, LabelMBA} {
+	for _, k := range []string{core.LabelClass, core.LabelTargetIPCE, core.LabelLLCWays, core.LabelMBA} {
 		n(descLabelErr, float64(st.LabelErrors[k]), k)
 	}
 	for _, k := range []string{"closid_exhausted", "rmid_exhausted", "refused", "apply_errors"} {

@@ -1,19 +1,40 @@
-package agent
+// Package host reads a managed container on a Linux host: its threads (cgroup tasks)
+// and its counters (perf events on its cgroup, else cgroup CPU time).
+package host
 
 import (
 	"fmt"
 	"os"
 	"time"
 
+	"colo/agent/core"
 	"colo/machine"
 	"colo/perf"
 	"colo/workload"
 )
 
-// LinuxHost implements Host with the container's cgroup: threads from its tasks /
+// Counters reads one container's cumulative counters (perf per cgroup, CPU time).
+type Counters interface {
+	Read() (core.Reading, error)
+	// Mode is "hardware", "software" (software perf events) or "cputime" (cgroup CPU
+	// time only).
+	Mode() string
+	Close()
+}
+
+// Host reads containers' threads and opens their counters (cgroups and perf on Linux; a
+// fake in tests).
+type Host interface {
+	Threads(c core.Container) ([]int, error)
+	OpenCounters(c core.Container) (Counters, error)
+	// Forget releases what Threads keeps for a container that is no longer managed.
+	Forget(c core.Container)
+}
+
+// Linux implements Host with the container's cgroup: threads from its tasks /
 // cgroup.threads, counters from perf events on its cgroup (hardware where a PMU exists,
 // software events otherwise) plus its cgroup CPU time.
-type LinuxHost struct {
+type Linux struct {
 	// CPUs are the CPUs perf counts on (all online CPUs).
 	CPUs []int
 	// NoPerf skips perf events (CPU time only).
@@ -24,12 +45,12 @@ type LinuxHost struct {
 	lists map[string]*workload.ThreadList
 }
 
-func cgroupOf(c Container) workload.Cgroup {
+func cgroupOf(c core.Container) workload.Cgroup {
 	return workload.Cgroup{Version: c.CgroupV, Dirs: c.CgroupDirs, Path: c.Cgroup}
 }
 
 // Threads implements Host: the container's thread list, kept open between calls.
-func (h *LinuxHost) Threads(c Container) ([]int, error) {
+func (h *Linux) Threads(c core.Container) ([]int, error) {
 	if tl := h.lists[c.Cgroup]; tl != nil {
 		// a live container has a thread; none (or an error) says the cgroup went and
 		// may be back under the same path (docker restart): open it again
@@ -51,7 +72,7 @@ func (h *LinuxHost) Threads(c Container) ([]int, error) {
 }
 
 // Forget implements Host: the container's thread list is closed.
-func (h *LinuxHost) Forget(c Container) {
+func (h *Linux) Forget(c core.Container) {
 	if tl := h.lists[c.Cgroup]; tl != nil {
 		tl.Close()
 		delete(h.lists, c.Cgroup)
@@ -59,7 +80,7 @@ func (h *LinuxHost) Forget(c Container) {
 }
 
 // OpenCounters implements Host.
-func (h *LinuxHost) OpenCounters(c Container) (Counters, error) {
+func (h *Linux) OpenCounters(c core.Container) (Counters, error) {
 	cg := cgroupOf(c)
 	lc := &linuxCounters{mode: "cputime"}
 	if ct, err := workload.OpenCPUTime(cg); err == nil {
@@ -78,7 +99,7 @@ func (h *LinuxHost) OpenCounters(c Container) (Counters, error) {
 		}
 	}
 	if lc.cpu == nil && lc.perf == nil {
-		return nil, errNoCounters
+		return nil, ErrNoCounters
 	}
 	return lc, nil
 }
@@ -87,7 +108,7 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-const errNoCounters = errString("no CPU time or perf events for this cgroup")
+const ErrNoCounters = errString("no CPU time or perf events for this cgroup")
 
 type linuxCounters struct {
 	mode string
@@ -97,8 +118,8 @@ type linuxCounters struct {
 
 func (l *linuxCounters) Mode() string { return l.mode }
 
-func (l *linuxCounters) Read() (Reading, error) {
-	var r Reading
+func (l *linuxCounters) Read() (core.Reading, error) {
+	var r core.Reading
 	if l.perf != nil {
 		if _, err := l.perf.Sample(); err == nil {
 			t := l.perf.Totals()
