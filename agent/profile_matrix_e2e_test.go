@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"colo/agent"
+	"colo/agent/api"
 	"colo/internal/emutest"
 	"colo/resctrl/emu"
 )
@@ -28,11 +28,11 @@ func TestProfileMatrixAgent(t *testing.T) {
 			e, root := emutest.MountNamed(t, name, emu.Options{PIDExists: emutest.ProcExists})
 			before := comparable(e)
 			a := startAgent(t, bin, root, t.TempDir(), "static-cat")
-			a.until("first interval", func(st agent.Status) bool { return st.Ticks > 0 && st.RuntimeConnected })
+			a.until("first interval", func(st api.Status) bool { return st.Ticks > 0 && st.RuntimeConnected })
 			pre := fmt.Sprintf("colotest-matrix-%d-%s", os.Getpid(), name)
 			_, ppid := runContainer(t, image, pre+"-prio", "colo.io/class=priority")
 			_, spid := runContainer(t, image, pre+"-fixed", "colo.io/llc-ways=3")
-			st := a.until("both allocated", func(st agent.Status) bool {
+			st := a.until("both allocated", func(st api.Status) bool {
 				p, s := byName(st, pre+"-prio"), byName(st, pre+"-fixed")
 				return p != nil && s != nil && p.CtrlGroup != "" && s.CtrlGroup != "" && s.Threads > 0
 			})
