@@ -197,9 +197,9 @@ func TestManagerProfilesPredictsAndChecks(t *testing.T) {
 func BenchmarkProfilerOverhead(b *testing.B) {
 	mp, _ := machine.Get("icx-4314-2s")
 	store := tenantprofile.Store{Dir: b.TempDir()}
-	var cons []agent.Container
+	var cons []core.Container
 	for i := range 30 {
-		c := agent.Container{ID: fmt.Sprintf("c%02d", i), Name: fmt.Sprintf("n%02d", i), Digest: fmt.Sprintf("sha256:%02d", i),
+		c := core.Container{ID: fmt.Sprintf("c%02d", i), Name: fmt.Sprintf("n%02d", i), Digest: fmt.Sprintf("sha256:%02d", i),
 			Labels: map[string]string{perfmetric.Label: ":9100/metrics rate(work_total)"}}
 		cons = append(cons, c)
 		if i < 10 {
@@ -214,10 +214,10 @@ func BenchmarkProfilerOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &agent.Status{}
+	st := &api.Status{}
 	for i, c := range cons {
-		st.Containers = append(st.Containers, agent.ContainerStatus{ID: c.ID, Name: c.Name, Socket: i % 2, Ways: 4, Mask: "0xf",
-			Request: agent.Request{Class: agent.Batch}})
+		st.Containers = append(st.Containers, api.ContainerStatus{ID: c.ID, Name: c.Name, Socket: i % 2, Ways: 4, Mask: "0xf",
+			Request: core.Request{Class: core.Batch}})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
