@@ -117,6 +117,11 @@ func (r *Resctrl) MonData(path string) (occupancy, mbmTotal, mbmLocal uint64, er
 		}
 		v, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 		if perr != nil {
+			// "Unassigned" (no counter in mbm_event mode) or "Unavailable" (just
+			// reconfigured): not measured, never a zero
+			if err == nil && !strings.HasSuffix(f, "llc_occupancy") {
+				err = fmt.Errorf("%s: %q: %w", paths[i], strings.TrimSpace(string(b)), resctrl.ErrNotCounted)
+			}
 			continue
 		}
 		switch {

@@ -1,6 +1,7 @@
 package resctrl
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -177,11 +178,29 @@ func (a *Adapter) AddTasks(path string, tids []int) (gone int, err error) {
 	return gone, nil
 }
 
-// MonData sums a group's counters over its L3 domains.
+// ErrNotCounted says an MBM counter read "Unassigned" (no counter held in the kernel's
+// mbm_event mode) or "Unavailable" (reset by a configuration change): the bandwidth is
+// not measured this time, which is not zero.
+var ErrNotCounted = errors.New("MBM counter not counting (Unassigned or Unavailable): not measured")
+
+// MonData sums a group's counters over its L3 domains. When an MBM event the mount
+// offers reads Unassigned or Unavailable on any domain, it returns the occupancy and an
+// error wrapping ErrNotCounted instead of a partial or zero bandwidth.
 func (a *Adapter) MonData(path string) (occupancy, mbmTotal, mbmLocal uint64, err error) {
 	md, err := a.c.MonData(path)
 	if err != nil {
 		return 0, 0, 0, err
+	}
+	for _, d := range md {
+		for _, ev := range d.Unavailable {
+			if ev == "mbm_total_bytes" || ev == "mbm_local_bytes" {
+				occupancy = 0
+				for _, x := range md {
+					occupancy += x.LLCOccupancy
+				}
+				return occupancy, 0, 0, fmt.Errorf("%s domain %d %s: %w", path, d.Domain, ev, ErrNotCounted)
+			}
+		}
 	}
 	for _, d := range md {
 		occupancy += d.LLCOccupancy

@@ -1,6 +1,7 @@
 package resctrl_test
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -119,5 +120,43 @@ func TestAdapterAddressesDomainsByID(t *testing.T) {
 	}
 	if _, err := a.ApplyPartition("ucp", 1, 16, cl); err == nil || !strings.Contains(err.Error(), "no L3 domain 1") {
 		t.Fatalf("id 1: %v", err)
+	}
+}
+
+// TestAdapterNeverReadsUnassignedAsZero: on amd-abmc, a group whose counters were taken
+// away reads ErrNotCounted (with its occupancy), not 0 B; with its counter back it
+// reads the traffic since the assignment.
+func TestAdapterNeverReadsUnassignedAsZero(t *testing.T) {
+	e, err := emu.NewNamed("amd-abmc", emu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := resctrl.NewAdapter(resctrl.New(e.FS(), resctrl.Options{}), "emu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateGroup("colo.g"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddTasks("colo.g", []int{42}); err != nil {
+		t.Fatal(err)
+	}
+	e.SetSource(emu.SourceFunc(func(pid, dom int) emu.Sample {
+		return emu.Sample{Footprint: 4096, TotalBytes: 1000, LocalBytes: 500, CPU: -1}
+	}))
+	if err := e.WriteFile("colo.g/mbm_L3_assignments", []byte("mbm_total_bytes:*=_\n")); err != nil {
+		t.Fatal(err)
+	}
+	e.Tick()
+	occ, tot, _, err := a.MonData("colo.g")
+	if !errors.Is(err, resctrl.ErrNotCounted) || tot != 0 || occ != 8*4096 {
+		t.Fatalf("unassigned: occ %d tot %d err %v", occ, tot, err)
+	}
+	if err := e.WriteFile("colo.g/mbm_L3_assignments", []byte("mbm_total_bytes:*=e\n")); err != nil {
+		t.Fatal(err)
+	}
+	e.Tick()
+	if _, tot, loc, err := a.MonData("colo.g"); err != nil || tot != 8*1000 || loc != 2*8*500 {
+		t.Fatalf("assigned: tot %d loc %d err %v", tot, loc, err)
 	}
 }
