@@ -268,17 +268,20 @@ func TestPlatformCheckRunsFirst(t *testing.T) {
 }
 
 // With every float finite, the NaN-as-null encoder writes exactly what encoding/json
-// writes (embedded store.Summary flattened, omitempty honoured).
+// writes (embedded store.Summary flattened, omitempty honoured), with IPCE as a fraction
+// (the fields hold percent; docs/json.md: every ratio in JSON is a fraction).
 func TestSummaryJSONMatchesEncodingJSON(t *testing.T) {
 	type plain Summary // no MarshalJSON method
-	s := Summary{Summary: store.Summary{Name: "x", PriorityIPCE: 71.5, TimeOverTargetP90: 0.25, JobsCompleted: 3, Notes: []string{"n"}},
-		JobsTotal: 4, Probes: 2}
+	s := Summary{Summary: store.Summary{Name: "x", PriorityIPCE: 71.5, BatchIPCE: 40, GlobalIPCE: 50, TimeOverTargetP90: 0.25, JobsCompleted: 3, Notes: []string{"n"}},
+		JobsTotal: 4, Probes: 2, GlobalIPCECoreWeighted: 60}
 	for _, v := range []Summary{s, {Summary: store.Summary{Name: "y"}}} {
 		got, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := json.Marshal(plain(v))
+		f := v
+		f.PriorityIPCE, f.BatchIPCE, f.GlobalIPCE, f.GlobalIPCECoreWeighted = v.PriorityIPCE/100, v.BatchIPCE/100, v.GlobalIPCE/100, v.GlobalIPCECoreWeighted/100
+		want, _ := json.Marshal(plain(f))
 		if string(got) != string(want) {
 			t.Errorf("got  %s\nwant %s", got, want)
 		}

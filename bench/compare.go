@@ -60,7 +60,11 @@ type Change struct {
 }
 
 // MarshalJSON writes NaN as null.
-func (c Change) MarshalJSON() ([]byte, error) { return marshalNullNaN(c) }
+// The relative changes are fractions in JSON (0.5 = +50 %; the fields hold percent).
+func (c Change) MarshalJSON() ([]byte, error) {
+	c.PriorityIPCE, c.BatchIPCE, c.GlobalIPCE = c.PriorityIPCE/100, c.BatchIPCE/100, c.GlobalIPCE/100
+	return marshalNullNaN(c)
+}
 
 // RunOptions configure RunAll.
 type RunOptions struct {

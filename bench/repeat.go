@@ -264,9 +264,9 @@ func nullNaN(m map[string]any) map[string]any {
 }
 
 // RunMetrics are the per-scheduler metrics `colo run --repeat` summarises (Summary keys;
-// IPCE in percent, time over target in percent).
+// ratios as fractions, as in `colo run --json`).
 var RunMetrics = []string{"priority_ipce", "batch_ipce", "global_ipce", "global_ipce_core_weighted",
-	"time_over_target", "time_over_target_p90", "jobs_completed", "queue_delay_mean"}
+	"time_over_target", "time_over_target_p90", "jobs_completed", "queue_delay_mean_s"}
 
 // RunReplica runs b under the schedulers (RunAll, no recorder) and returns RunMetrics.
 func RunReplica(b *Benchmark, names []string) (Replica, error) {
@@ -277,10 +277,11 @@ func RunReplica(b *Benchmark, names []string) (Replica, error) {
 	var r Replica
 	for _, s := range rep.Schedulers {
 		r.Schedulers = append(r.Schedulers, s.Name)
-		v := map[string]float64{"priority_ipce": s.PriorityIPCE, "batch_ipce": s.BatchIPCE, "global_ipce": s.GlobalIPCE}
-		v["global_ipce_core_weighted"] = s.GlobalIPCECoreWeighted
-		v["time_over_target"], v["time_over_target_p90"] = 100*s.TimeOverTarget, 100*s.TimeOverTargetP90
-		v["jobs_completed"], v["queue_delay_mean"] = float64(s.JobsCompleted), s.QueueDelayMean
+		// The keys and units of `colo run --json` (ratios as fractions; docs/json.md).
+		v := map[string]float64{"priority_ipce": s.PriorityIPCE / 100, "batch_ipce": s.BatchIPCE / 100, "global_ipce": s.GlobalIPCE / 100}
+		v["global_ipce_core_weighted"] = s.GlobalIPCECoreWeighted / 100
+		v["time_over_target"], v["time_over_target_p90"] = s.TimeOverTarget, s.TimeOverTargetP90
+		v["jobs_completed"], v["queue_delay_mean_s"] = float64(s.JobsCompleted), s.QueueDelayMean
 		r.Values = append(r.Values, v)
 	}
 	return r, nil

@@ -13,8 +13,9 @@ import (
 )
 
 // Summary is one scheduler's headline, the entries of `colo run --json`'s "schedulers"
-// array. Keys are stable (issue #5 item 6): IPCE values in percent, time over target as
-// fractions, NaN encoded as null. The headline the run directory keeps is the embedded
+// array. Keys are stable (issue #5 item 6). The fields hold IPCE in percent (as the
+// thesis and the text table print it); the JSON holds every ratio as a fraction in [0, 1]
+// (IPCE ÷ 100, time over target as is; docs/json.md "Keys and units"), NaN as null. The headline the run directory keeps is the embedded
 // store.Summary (its Extra stays empty here; StoreSummary fills it from the counters
 // below); its fields appear at the top level of the JSON.
 type Summary struct {
@@ -119,7 +120,11 @@ func RelativeChange(base, x float64) float64 {
 }
 
 // MarshalJSON writes the summary with NaN and ±Inf as null (encoding/json rejects them).
-func (s Summary) MarshalJSON() ([]byte, error) { return marshalNullNaN(s) }
+func (s Summary) MarshalJSON() ([]byte, error) {
+	s.PriorityIPCE, s.BatchIPCE, s.GlobalIPCE = s.PriorityIPCE/100, s.BatchIPCE/100, s.GlobalIPCE/100
+	s.GlobalIPCECoreWeighted /= 100
+	return marshalNullNaN(s)
+}
 
 // marshalNullNaN encodes a struct in field order, the fields of embedded structs in place
 // (as encoding/json does), floats that are not finite as null.

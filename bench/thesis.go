@@ -186,9 +186,10 @@ func ThesisRepeat(reps []*RepeatReport) ([]ThesisRepeatRow, error) {
 			thesis    float64
 		}{{"priority IPCE gain", "priority_ipce", sc.PriorityPP}, {"batch IPCE change", "batch_ipce", sc.BatchPP},
 			{"global IPCE gain, core-weighted", "global_ipce_core_weighted", sc.GlobalPP}} {
-			pt := d[m.key]
-			rows = append(rows, ThesisRepeatRow{Scenario: sc.Label, Metric: m.name, Thesis: m.thesis, Mean: pt.Mean,
-				Lo: pt.Lo, Hi: pt.Hi, N: pt.N, Inside: m.thesis >= pt.Lo && m.thesis <= pt.Hi})
+			pt := d[m.key] // fractions of IPCE (RunReplica); the thesis speaks in pp
+			lo, hi := 100*pt.Lo, 100*pt.Hi
+			rows = append(rows, ThesisRepeatRow{Scenario: sc.Label, Metric: m.name, Thesis: m.thesis, Mean: 100 * pt.Mean,
+				Lo: lo, Hi: hi, N: pt.N, Inside: m.thesis >= lo && m.thesis <= hi})
 		}
 	}
 	return rows, nil

@@ -34,12 +34,12 @@ func (c Class) String() string {
 type Thresholds struct {
 	// Streaming: S(w) ≤ StreamingSlowdown and LLCMPKC(w) ≥ StreamingLLCMPKC at some w, and
 	// S(w) < StreamingMaxSlowdown at every w.
-	StreamingSlowdown    float64
-	StreamingLLCMPKC     float64
-	StreamingMaxSlowdown float64
+	StreamingSlowdown    float64 `json:"streaming_slowdown"`
+	StreamingLLCMPKC     float64 `json:"streaming_llcmpkc"`
+	StreamingMaxSlowdown float64 `json:"streaming_max_slowdown"`
 	// Sensitive (if not streaming): S(w) ≥ SensitiveSlowdown at some w ≥ SensitiveMinWays.
-	SensitiveSlowdown float64
-	SensitiveMinWays  int
+	SensitiveSlowdown float64 `json:"sensitive_slowdown"`
+	SensitiveMinWays  int     `json:"sensitive_min_ways"`
 }
 
 // PaperThresholds are Table 1 of the LFOC+ paper: 1.03, LLCMPKC ≥ 10, 1.06; 1.05 at w ≥ 2.

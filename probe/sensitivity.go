@@ -14,6 +14,7 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -82,9 +83,20 @@ type CounterSample struct {
 // Levels are the trimmed means of one segment.
 type Levels struct {
 	IPC        float64 `json:"ipc"`
-	IPCE       float64 `json:"ipce"`        // fraction
-	StalledPct float64 `json:"stalled_pct"` // percent of cycles stalled
+	IPCE       float64 `json:"ipce"` // fraction
+	StalledPct float64 `json:"-"`    // percent of cycles stalled (JSON: "stalled", a fraction)
 	Samples    int     `json:"samples"`
+}
+
+// MarshalJSON writes the stalled-cycle share as a fraction, "stalled" (docs/json.md: every
+// ratio in JSON is a fraction in [0, 1]).
+func (l Levels) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		IPC     float64 `json:"ipc"`
+		IPCE    float64 `json:"ipce"`
+		Stalled float64 `json:"stalled"`
+		Samples int     `json:"samples"`
+	}{l.IPC, l.IPCE, l.StalledPct / 100, l.Samples})
 }
 
 // Vector is one ς per shared resource (the thesis's SensitivityMetrics).

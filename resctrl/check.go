@@ -32,7 +32,7 @@ type Status struct {
 	CLOSIDs    int      `json:"closids,omitempty"`
 	RMIDs      int      `json:"rmids,omitempty"`
 	CDP        bool     `json:"cdp,omitempty"`
-	MBps       bool     `json:"mba_MBps,omitempty"`
+	MBps       bool     `json:"mba_in_mbps,omitempty"`
 	// Reason is empty when resctrl is usable, else why not and what to do.
 	Reason string `json:"reason,omitempty"`
 }

@@ -479,7 +479,7 @@ func (c *Client) SetCPUs(path string, cpus []int) error {
 // MonDomain is the monitoring data of one group on one L3 domain.
 type MonDomain struct {
 	Domain        int    `json:"domain"`
-	LLCOccupancy  uint64 `json:"llc_occupancy"`
+	LLCOccupancy  uint64 `json:"llc_occupancy_bytes"`
 	MBMTotalBytes uint64 `json:"mbm_total_bytes"`
 	MBMLocalBytes uint64 `json:"mbm_local_bytes"`
 	// Unavailable lists the events that read "Unavailable" or "Error" (e.g. after a

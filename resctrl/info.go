@@ -40,7 +40,7 @@ type Info struct {
 	Mon       *MonInfo       `json:"monitoring,omitempty"`
 	// MBps is true when MB values are MiB/s (mount option mba_MBps): detected by the
 	// mba_MBps_event file of the default group.
-	MBps bool `json:"mba_MBps"`
+	MBps bool `json:"mba_in_mbps"`
 }
 
 // Resource returns the info of a resource by name.

@@ -28,7 +28,7 @@ it. Live runs, the node agent, other tools' groups and containers, and your own 
 			did, err := linux.Cleanup(cmd.Context(), stateDir, nil)
 			if asJSON {
 				if did == nil {
-					did = []string{}
+					did = []linux.Done{}
 				}
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

@@ -54,6 +54,7 @@ var jsonRuns = []struct {
 	{"colo predict predict", []string{"predict", "predict", "605.mcf_s", "619.lbm_s", "--json"}},
 	{"colo predict score", []string{"predict", "score", "--json"}},
 	{"colo predict accuracy", []string{"predict", "accuracy", "--workloads", "cpu,mlr:8M", "--json"}},
+	{"colo predict profile", []string{"predict", "profile", "--runtime", "sim", "--data", "STATE", "--dials", "0:32:16", "--app", "n6=neighbor:6M:1g", "--app", "n2=neighbor:2M:1g", "--json"}},
 	{"colo probe sensitivity", []string{"probe", "sensitivity", "--platform", "sim", "--target", "cpu", "--json"}},
 	{"colo stress", []string{"stress", "compute", "--duration", "50ms", "--json"}},
 	{"colo mbps sweep", []string{"mbps", "sweep", "--periods", "10", "--json"}},
@@ -148,6 +149,10 @@ func TestEveryResultCommandPrintsOneJSONValue(t *testing.T) {
 			if err := oneJSONValue(out.String()); err != nil {
 				t.Errorf("colo %s: stdout is not one JSON value (%v):\n%.400s", strings.Join(args, " "), err, out.String())
 			}
+			if d := os.Getenv("COLO_JSON_DUMP"); d != "" {
+				_ = os.WriteFile(d+"/"+strings.ReplaceAll(path, " ", "_")+".json", out.Bytes(), 0o644)
+			}
+			checkVocabulary(t, path, out.String())
 		})
 	}
 	for _, r := range jsonRuns {

@@ -66,7 +66,7 @@ sim.UnderThrottleMBACurve (docs/sim.md). Deterministic by --seed.`,
 			fmt.Fprintf(tw, "request\tMB/s\tachieved\terror\tconverged\tovershoot\tstate\tquota\tplain MBA\tplain achieved\tplain error\t\n")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%.0f %%\t%.0f\t%.0f\t%+.1f %%\t%d s\t%.1f %%\t%s\t%.2f\t%d\t%.0f\t%+.1f %%\t\n",
-					100*r.Fraction, r.Requested, r.Achieved, 100*r.Error, r.ConvergedS, r.OvershootPct, r.State, r.Quota,
+					100*r.Fraction, r.Requested, r.Achieved, 100*r.Error, r.ConvergedS, 100*r.Overshoot, r.State, r.Quota,
 					r.NominalValue, r.NominalAchieved, 100*r.NominalError)
 			}
 			return tw.Flush()

@@ -148,7 +148,11 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			w := cmd.OutOrStdout()
+			if f.asJSON {
+				w = cmd.ErrOrStderr() // stdout holds the one JSON value
+			}
 			w = progress.Wrap(w) // the per-application lines come while the bar runs
+			res := profileResult{Dir: f.dir, Curves: []profileCurve{}, Scores: []predict.Score{}, Warnings: []string{}}
 			bar := profileBar(!measure.Dir(f.dir).HasReporterCurve(), len(apps), !noScore)
 			defer bar.Done()
 			if !measure.Dir(f.dir).HasReporterCurve() {
@@ -173,14 +177,18 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 					return err
 				}
 				fmt.Fprintf(w, "%s: sensitivity curve (%d dials) in %.3f s; normalised performance:", a.Name, len(dials), time.Since(t0).Seconds())
+				pc := profileCurve{App: a.Name, DialsMB: curve.Dials}
 				for i, d := range curve.Dials {
-					fmt.Fprintf(w, " %v:%.3f", d, predict.NormalisedPerf(curve.Perf[0], curve.Perf[i]))
+					np := predict.NormalisedPerf(curve.Perf[0], curve.Perf[i])
+					pc.NormalisedPerf = append(pc.NormalisedPerf, np)
+					fmt.Fprintf(w, " %v:%.3f", d, np)
 				}
+				res.Curves = append(res.Curves, pc)
 				fmt.Fprintln(w)
 				bar.Add(1)
 			}
 			if noScore {
-				return nil
+				return res.write(f.asJSON, cmd.OutOrStdout())
 			}
 			bar.Describe("predict profile: contentiousness")
 			if err := measureErr(measure.Contention(ctx, r, measure.Dir(f.dir), apps)); err != nil {
@@ -199,7 +207,8 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 				fmt.Fprintf(w, "%s: reporter %.6g → contentiousness %.4g MB (%s)%s\n", s.Competitor, s.Latency, s.MB, m, noteSuffix(s.Note))
 			}
 			printWarnings(w, d.Warnings)
-			return nil
+			res.Scores, res.Warnings = append(res.Scores, ss...), append(res.Warnings, d.Warnings...)
+			return res.write(f.asJSON, cmd.OutOrStdout())
 		},
 	}
 	f.data(c)
@@ -223,4 +232,28 @@ func trainReporter(ctx context.Context, f *predictFlags, r predict.Measurer, dia
 // writeScores writes contentiousness_scores.csv into --data.
 func writeScores(f *predictFlags, ss []predict.Score) error {
 	return measureErr(measure.Dir(f.dir).Write(predict.ScoresFile, func(w io.Writer) error { return predict.WriteScores(w, ss) }))
+}
+
+// profileResult is `colo predict profile --json`: the curves measured and the scores
+// written into Dir (the per-application lines go to stderr).
+type profileResult struct {
+	Dir      string          `json:"data_dir"`
+	Curves   []profileCurve  `json:"sensitivity"`
+	Scores   []predict.Score `json:"scores"`
+	Warnings []string        `json:"warnings"`
+}
+
+// profileCurve is one application's sensitivity curve: its performance at each reporter
+// dial (MB of cache the reporter takes), normalised to the first dial.
+type profileCurve struct {
+	App            string    `json:"app"`
+	DialsMB        []float64 `json:"dials_mb"`
+	NormalisedPerf []float64 `json:"normalised_perf"`
+}
+
+func (r profileResult) write(asJSON bool, w io.Writer) error {
+	if !asJSON {
+		return nil
+	}
+	return writeJSON(w, r)
 }

@@ -18,14 +18,14 @@ import (
 // (resctrl/journal): the containers (Docker, or the process runtime's workloads) and the
 // Docker network labelled with each dead run, the resctrl groups each recorded on its
 // mount, and system/default's schemata as each found it. Live runs, other agents and
-// everything else are left alone. It returns one line per thing it did. mount opens a
+// everything else are left alone. It returns one Done per thing it did. mount opens a
 // recorded resctrl root (nil: the filesystem at that path).
-func Cleanup(ctx context.Context, stateDir string, mount func(root string) resctrl.FS) ([]string, error) {
+func Cleanup(ctx context.Context, stateDir string, mount func(root string) resctrl.FS) ([]Done, error) {
 	rs, err := journal.ListAll(stateDir)
 	if err != nil {
 		return nil, err
 	}
-	var did []string
+	var did []Done
 	var errs []error
 	roots := map[string]bool{}
 	runsDone := true
@@ -50,7 +50,8 @@ func Cleanup(ctx context.Context, stateDir string, mount func(root string) resct
 		if dock != nil {
 			rts = append(rts, dock)
 		} else {
-			did = append(did, fmt.Sprintf("run %s: Docker is not reachable (%v); its containers were not checked", r.Run, dockErr))
+			did = append(did, Done{Kind: "unchecked", Run: r.Run, Instance: r.Instance,
+				Detail: fmt.Sprintf("Docker is not reachable (%v); its containers were not checked", dockErr)})
 			runsDone = false
 		}
 		if proc != nil {
@@ -69,7 +70,8 @@ func Cleanup(ctx context.Context, stateDir string, mount func(root string) resct
 					runsDone = false
 					continue
 				}
-				did = append(did, fmt.Sprintf("run %s: removed %s %s", r.Run, x.Name(), w.Name))
+				did = append(did, Done{Kind: "container", Run: r.Run, Instance: r.Instance, Name: w.Name,
+					Detail: fmt.Sprintf("removed %s %s", x.Name(), w.Name)})
 			}
 		}
 		if r.Network != "" && dock != nil {
@@ -77,7 +79,8 @@ func Cleanup(ctx context.Context, stateDir string, mount func(root string) resct
 				errs = append(errs, err)
 				runsDone = false
 			} else {
-				did = append(did, fmt.Sprintf("run %s: removed network %s", r.Run, r.Network))
+				did = append(did, Done{Kind: "network", Run: r.Run, Instance: r.Instance, Name: r.Network,
+					Detail: "removed network " + r.Network})
 			}
 		}
 	}
@@ -103,9 +106,34 @@ func Cleanup(ctx context.Context, stateDir string, mount func(root string) resct
 		}
 		for _, u := range done {
 			if len(u.Removed) > 0 || u.Default != "" || u.DefaultLeft != "" {
-				did = append(did, "resctrl at "+root+": "+u.String())
+				did = append(did, Done{Kind: "resctrl", Run: u.Record.Run, Instance: u.Record.Instance,
+					ResctrlRoot: root, Detail: u.String()})
 			}
 		}
 	}
 	return did, errors.Join(errs...)
+}
+
+// Done is one thing Cleanup did (or could not check), the entries of `colo cleanup --json`.
+type Done struct {
+	// Kind is "container", "network", "resctrl" (groups removed, system/default written
+	// back) or "unchecked" (Docker not reachable: the run's containers were not checked).
+	Kind string `json:"kind"`
+	// Name is the container's or network's name ("" for resctrl).
+	Name string `json:"name"`
+	// Run and Instance name the dead colo run and its journal.
+	Run      string `json:"run"`
+	Instance string `json:"instance"`
+	// ResctrlRoot is the mount a resctrl entry is about ("" otherwise).
+	ResctrlRoot string `json:"resctrl_root"`
+	// Detail says what was done, in words.
+	Detail string `json:"detail"`
+}
+
+// String is the line `colo cleanup` prints.
+func (d Done) String() string {
+	if d.Kind == "resctrl" {
+		return "resctrl at " + d.ResctrlRoot + ": " + d.Detail
+	}
+	return "run " + d.Run + ": " + d.Detail
 }

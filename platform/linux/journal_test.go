@@ -174,7 +174,7 @@ func TestCleanupAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	joined := strings.Join(did, "\n")
+	joined := fmt.Sprint(did)
 	if !strings.Contains(joined, "removed docker") || !strings.Contains(joined, "removed network "+pf.network) || !strings.Contains(joined, "restored system/default") {
 		t.Fatalf("cleanup did %q", did)
 	}

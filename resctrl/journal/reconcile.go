@@ -10,12 +10,12 @@ import (
 
 // Undone is what Reconcile did for one dead instance.
 type Undone struct {
-	Record  Record
-	Removed []string // groups removed
-	Default string   // system/default schemata written back ("" none)
+	Record  Record   `json:"record"`
+	Removed []string `json:"removed"` // groups removed
+	Default string   `json:"default"` // system/default schemata written back ("" none)
 	// DefaultLeft says why a recorded default was not written back ("" when it was or
 	// none was recorded).
-	DefaultLeft string
+	DefaultLeft string `json:"default_left"`
 }
 
 func (u Undone) String() string {

@@ -37,11 +37,11 @@ type Row struct {
 	Achieved float64 `json:"achieved_mbps"`
 	Error    float64 `json:"error"`
 	// ConvergedS is the first period from which every later period is within Tolerance
-	// (-1: never); OvershootPct is the largest excess over the request after the first
-	// change, in percent.
-	ConvergedS   int     `json:"converged_s"`
-	OvershootPct float64 `json:"overshoot_pct"`
-	State        string  `json:"state"`
+	// (-1: never); Overshoot is the largest excess over the request after the first
+	// change, a fraction of the request (0.05 = 5 % over).
+	ConvergedS int     `json:"converged_s"`
+	Overshoot  float64 `json:"overshoot"`
+	State      string  `json:"state"`
 	// Values are the final MBA value of each L3 domain, Quota the mean CPU quota.
 	Values []int   `json:"values"`
 	Quota  float64 `json:"quota"`
@@ -210,7 +210,7 @@ func one(cfg Config, m *machine.Profile, f, req float64, periods int, tol float6
 		a := sum(bw)
 		hist = append(hist, a)
 		if changed {
-			row.OvershootPct = math.Max(row.OvershootPct, 100*(a-req)/req)
+			row.Overshoot = math.Max(row.Overshoot, (a-req)/req)
 		}
 	}
 	for t := len(hist) - 1; t >= 0 && math.Abs(hist[t]-req) <= tol*req; t-- {
