@@ -110,7 +110,19 @@ func vocabProblems(cmd string, v any, g map[string]glossaryRow, used map[string]
 		}
 	}
 	walk("", "", v)
-	return out
+	seen := map[string]bool{}
+	var once []string // one message per problem key, not per array element
+	for _, o := range out {
+		k := o
+		if i := strings.Index(o, ": "); i >= 0 {
+			k = strings.NewReplacer("[]", "").Replace(o[:i]) + o[strings.Index(o, ": "):]
+		}
+		if !seen[k] {
+			seen[k] = true
+			once = append(once, o)
+		}
+	}
+	return once
 }
 
 func hasUnitSuffix(k string) bool {
