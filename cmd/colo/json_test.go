@@ -65,6 +65,7 @@ var jsonRuns = []struct {
 	{"colo resctrl ls", []string{"resctrl", "--root", "ROOT", "ls", "--json"}},
 	{"colo resctrl show", []string{"resctrl", "--root", "ROOT", "show", "colo.json", "--json"}},
 	{"colo resctrl mon", []string{"resctrl", "--root", "ROOT", "mon", "colo.json", "--json"}},
+	{"colo resctrl rm", []string{"resctrl", "--root", "ROOT", "rm", "colo.json", "--state-dir", "STATE", "--json"}},
 	{"colo resctrl reconcile", []string{"resctrl", "--root", "ROOT", "reconcile", "--state-dir", "STATE", "--json"}},
 	{"colo cleanup", []string{"cleanup", "--state-dir", "STATE", "--json"}},
 	{"colo agent profiles", []string{"agent", "profiles", "--state-dir", "STATE", "--json"}},

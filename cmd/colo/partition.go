@@ -168,7 +168,11 @@ STP as the tie-break. JSON keys are documented in docs/partition.md.`,
 			if err := writePartitionRun(outDir, doc, os.Args, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			if err := applyPartition(cmd.OutOrStdout(), apply, doc, m.LLC.Ways); err != nil { // partition_apply.go
+			said := cmd.OutOrStdout()
+			if f.format != "table" {
+				said = cmd.ErrOrStderr() // stdout holds the one JSON value (or the CSV)
+			}
+			if err := applyPartition(said, apply, doc, m.Name, m.LLC.Ways); err != nil { // partition_apply.go
 				return err
 			}
 			return writeResults(cmd.OutOrStdout(), f.format, doc)

@@ -9,6 +9,7 @@ import (
 
 	"colo/cbm"
 	"colo/resctrl"
+	"colo/resctrl/emu"
 	"colo/workload"
 
 	"github.com/spf13/cobra"
@@ -116,8 +117,10 @@ func threadsOfPID(v string) ([]int, error) {
 }
 
 // applyPartition writes doc's single result into resctrl (colo partition --apply) through
-// resctrl.Adapter.ApplyPartition, one control group per cluster, and says what it wrote.
-func applyPartition(w io.Writer, f *applyFlags, doc outputDoc, ways int) error {
+// resctrl.Adapter.ApplyPartition, one control group per cluster, and says what it wrote
+// and how to undo it (colo resctrl rm). On a mount of another geometry it names the
+// emulator profile of the decision's machine.
+func applyPartition(w io.Writer, f *applyFlags, doc outputDoc, machineName string, ways int) error {
 	if f == nil || !f.apply {
 		return nil
 	}
@@ -143,10 +146,19 @@ func applyPartition(w io.Writer, f *applyFlags, doc outputDoc, ways int) error {
 	}
 	done, err := a.ApplyPartition(res.Policy, f.domain, ways, cl)
 	if errors.Is(err, resctrl.ErrCacheMismatch) {
-		return badInputf("--apply: %v (pick --machine for this host)", err)
+		return badInputf("--apply: %v (pick --machine for this host; on the emulator, mount the decision's machine: colo resctrl emulate --profile %s)",
+			err, emu.ProfileFor(machineName))
 	}
 	for _, d := range done {
 		fmt.Fprintf(w, "applied: %s L3:%d=%s ← %s (%d tasks)\n", d.Group, f.domain, cbm.Mask(d.Mask), strings.Join(d.Apps, ","), d.Tasks)
+	}
+	if len(done) > 0 {
+		pattern := strings.TrimRightFunc(done[0].Group, func(r rune) bool { return r >= '0' && r <= '9' }) + "*"
+		rootFlag := ""
+		if f.root != "" {
+			rootFlag = " --root " + f.root
+		}
+		fmt.Fprintf(w, "undo: colo resctrl%s rm '%s'\n", rootFlag, pattern)
 	}
 	if err != nil {
 		return fmt.Errorf("--apply: %w", err)

@@ -326,7 +326,7 @@ lines) and DIR/errors (files that could not be read). Attach DIR (tar it) to a b
 	for _, c := range []*cobra.Command{set, assign} {
 		c.Flags().BoolVar(&foreign, "foreign", false, "allow changing groups that are not colo's (no colo. prefix) and the default group")
 	}
-	rc.AddCommand(info, ls, show, set, assign, mon, reconcile, emulate, capture)
+	rc.AddCommand(info, ls, show, set, assign, mon, reconcile, emulate, capture, rmCmd(&root, out))
 	rootCmd.AddCommand(rc)
 }
 

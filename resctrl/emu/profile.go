@@ -387,6 +387,23 @@ var named = map[string][2]string{
 	"mpam-unpadded": {"", VariantUnpadded},
 }
 
+// ProfileFor names the emulator profile of a machine (colo resctrl emulate --profile): the
+// vendor profile that emulates it unchanged ("intel-skx" for skx-6138), else the machine's
+// own name (every machine name is a profile).
+func ProfileFor(machineName string) string {
+	var out []string
+	for k, nv := range named {
+		if nv[0] == machineName && nv[1] == "" {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return machineName
+	}
+	slices.Sort(out)
+	return out[0]
+}
+
 // ProfileNames lists the built-in emulator profiles.
 func ProfileNames() []string {
 	return slices.Sorted(func(yield func(string) bool) {
