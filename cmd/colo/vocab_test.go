@@ -235,6 +235,10 @@ var optionalDocKeys = map[string]bool{
 	"colo thesis:colo_ci95_lo": true, "colo thesis:colo_ci95_hi": true, "colo thesis:n": true,
 	"colo thesis:thesis_inside_ci": true,
 	"colo resctrl mon:unavailable": true, // only when an event could not be read
+	// the guard's keys: only when a job has slo_ms or antagonist (docs/controllers.md)
+	"colo compare:slo_ms": true, "colo compare:antagonist": true, "colo compare:slo_violation_seconds": true,
+	"colo compare:slo_violation_seconds_after_first_window": true, "colo compare:be_throughput": true,
+	"colo compare:utilization": true, "colo compare:antagonist_precision": true, "colo compare:throttles": true,
 }
 
 // The glossary is well formed: every unit is one of the known ones and every key in it is
