@@ -66,6 +66,13 @@ func (c Change) MarshalJSON() ([]byte, error) {
 	return marshalNullNaN(c)
 }
 
+// TableLegend follows the summary table of `colo run`: what each metric is, its unit and
+// which direction is better (a newcomer's first output explains itself).
+const TableLegend = `IPCE: IPC efficiency, the share of cycles not stalled (1 − stalled/cycles; %, higher is better), per job over its life, mean over the priority, batch or all jobs.
+time over target: share of the priority jobs' time with IPCE at or above their target (their SLO met; %, higher is better); p90 over the jobs.
+killed at max_t: still running when the run ended (their length outlasts max_t); queued at max_t: never admitted; ` + "`colo report DIR`" + ` lists every job and why.
+`
+
 // RunOptions configure RunAll.
 type RunOptions struct {
 	Warn func(string)
@@ -212,6 +219,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("time over target p90", func(s Summary) string { return frac(s.TimeOverTargetP90) })
 	row("jobs completed", func(s Summary) string { return fmt.Sprint(s.JobsCompleted) })
 	row("jobs rejected", func(s Summary) string { return fmt.Sprint(s.JobsRejected) })
+	row("jobs killed at max_t", func(s Summary) string { return fmt.Sprint(s.JobsKilledAtEnd) })
 	row("jobs queued at max_t", func(s Summary) string { return fmt.Sprint(s.JobsQueuedAtEnd) })
 	row("jobs arriving after max_t", func(s Summary) string { return fmt.Sprint(s.JobsNotStarted) })
 	secs := func(x float64) string {
@@ -230,6 +238,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprint(w, TableLegend)
 	for _, s := range r.Schedulers {
 		for _, n := range s.Notes {
 			fmt.Fprintf(w, "%s: note: %s\n", s.Name, n)

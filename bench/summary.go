@@ -25,7 +25,10 @@ type Summary struct {
 	// JobsQueuedAtEnd arrived but were still waiting for admission at max_t.
 	JobsQueuedAtEnd int `json:"jobs_queued_at_end"`
 	// JobsNotStarted arrive at or after max_t: never admitted because the run ended.
-	JobsNotStarted   int `json:"jobs_not_started"`
+	JobsNotStarted int `json:"jobs_not_started"`
+	// JobsKilledAtEnd were still running at max_t (or when the run was interrupted): the
+	// run ended before their length did (state killed).
+	JobsKilledAtEnd  int `json:"jobs_killed_at_end"`
 	PriorityJobs     int `json:"priority_jobs"`
 	BatchJobs        int `json:"batch_jobs"`
 	Probes           int `json:"probes"`
@@ -75,6 +78,8 @@ func Summarize(r *Result, wall time.Duration) Summary {
 			s.JobsQueuedAtEnd++
 		case StateNotStarted:
 			s.JobsNotStarted++
+		case StateKilled:
+			s.JobsKilledAtEnd++
 		}
 		if j.Start >= 0 {
 			s.JobsStarted++
