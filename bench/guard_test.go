@@ -56,8 +56,9 @@ func TestServerKeysChecked(t *testing.T) {
 		{"a: {workload: cpu, core: [0], slo_ms: 5}", "slo_ms, rate and request_minstr together"},
 		{"a: {workload: cpu, core: [0], slo_ms: -1, rate: 1, request_minstr: 1}", "slo_ms -1 must be a number > 0"},
 		{"a: {workload: cpu, core: [0], phases: [{workload: cpu, for: 5}]}", "workload or phases, not both"},
-		{"a: {core: [0], phases: [{workload: cpu, for: 0}]}", "phase 0 needs a workload model and for > 0 seconds"},
+		{"a: {core: [0], phases: [{workload: cpu, for: 0}]}", "phase 0 needs a workload model and 0 < for"},
 		{"a: {workload: cpu, core: [0], mba_mbps: 0}", "mba_mbps 0 must be a number > 0"},
+		{"a: {core: [0], phases: [{workload: cpu, for: 1e300}]}", "phase 0 needs a workload model and 0 < for"},
 	} {
 		_, err := Parse("t.yaml", []byte("benchmark: {max_t: 10}\ncontainers:\n  "+c.yaml+"\n"), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -540,8 +540,8 @@ func serverKeys(ct *Container, j *JobSpec, err func(string, ...string)) {
 		}
 		var parts []string
 		for i, ph := range ct.Phases {
-			if ph.Workload == "" || strings.ContainsAny(ph.Workload, "|@") || !(ph.For > 0) {
-				err(fmt.Sprintf("phase %d needs a workload model and for > 0 seconds", i), "phases")
+			if ph.Workload == "" || strings.ContainsAny(ph.Workload, "|@") || !(ph.For > 0 && ph.For <= MaxSeconds) {
+				err(fmt.Sprintf("phase %d needs a workload model and 0 < for ≤ %.3g seconds", i, float64(MaxSeconds)), "phases")
 				continue
 			}
 			parts = append(parts, fmt.Sprintf("%s@%g", ph.Workload, ph.For))

@@ -616,8 +616,8 @@ func phased(spec string, threads int) (sim.Workload, error) {
 	for _, part := range strings.Split(spec, "|") {
 		m, secs, ok := strings.Cut(part, "@")
 		d, err := strconv.ParseFloat(secs, 64)
-		if !ok || err != nil || !(d > 0) {
-			return sim.Workload{}, fmt.Errorf("phase %q: want MODEL@SECONDS", part)
+		if !ok || err != nil || !(d > 0 && d <= 9e9) {
+			return sim.Workload{}, fmt.Errorf("phase %q: want MODEL@SECONDS (0 < SECONDS ≤ 9e9)", part)
 		}
 		one, err := fromSpec(m, threads)
 		if err != nil {

@@ -32,7 +32,13 @@ func TestWorkloadFromCommand(t *testing.T) {
 			t.Errorf("%q -> %q, %v", spec, w.Name, err)
 		}
 	}
-	for _, bad := range []bench.JobSpec{{Command: "postgres -D /data"}, {Workload: "neighbor:lots"}, {Command: "stress-ng --futex 1"}, {}} {
+	// phases: models in turn, looping
+	w, err := Workload(bench.JobSpec{Workload: "cpu@5|mlr:8M@2.5", Cores: 2})
+	if err != nil || len(w.Phases) != 2 || !w.Loop || w.Phases[0].Duration != 5*time.Second || w.Phases[1].Duration != 2500*time.Millisecond || w.Threads != 2 {
+		t.Errorf("phased workload: %+v, %v", w, err)
+	}
+	for _, bad := range []bench.JobSpec{{Command: "postgres -D /data"}, {Workload: "neighbor:lots"}, {Command: "stress-ng --futex 1"}, {},
+		{Workload: "cpu@0"}, {Workload: "cpu@1e300"}, {Workload: "cpu|mlr:8M@2"}, {Workload: "nosuch@3"}} {
 		if _, err := Workload(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}

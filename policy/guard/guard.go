@@ -109,8 +109,8 @@ func DefaultOptions(ways, mbaMin, mbaMax, mbaGran int) Options {
 // Validate checks the options.
 func (o Options) Validate() error {
 	switch {
-	case o.Window < 3:
-		return fmt.Errorf("guard: window %d: want ≥ 3 periods", o.Window)
+	case o.Window < 3 || o.Window > 1000:
+		return fmt.Errorf("guard: window %d: want 3..1000 periods", o.Window)
 	case o.Repercussion < 1:
 		return fmt.Errorf("guard: repercussion %d: want ≥ 1 period", o.Repercussion)
 	case !(o.Slack >= 0 && o.Slack < 1) || !(o.GrowSlack > o.Slack && o.GrowSlack < 1):

@@ -134,6 +134,7 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	for _, bad := range []func(*Options){
 		func(o *Options) { o.Window = 2 },
+		func(o *Options) { o.Window = 1 << 30 },
 		func(o *Options) { o.GrowSlack = o.Slack },
 		func(o *Options) { o.QuotaFloor = 0 },
 		func(o *Options) { o.WaysFloor = 12 },
