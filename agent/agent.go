@@ -39,6 +39,9 @@ type Options struct {
 	// over the intervals); 0 or less than Interval: every interval. Each read is a
 	// syscall per counter file and L3 domain, the agent's main cost at short intervals.
 	MonInterval time.Duration
+	// MBMPeriod is how long a tenant holds an assignable MBM counter before the rotation
+	// moves it on (mounts in the kernel's mbm_event mode; policy/mbmassign); 0: 5 s.
+	MBMPeriod time.Duration
 	// Select limits the agent to containers with these labels (empty: every container).
 	Select core.Selector
 	// Predictor, when set, predicts each container's slowdown from Bubble-Up profiles
@@ -77,6 +80,7 @@ type Agent struct {
 	saidPlan map[string]bool
 	ticks    uint64 // intervals done
 	monEvery uint64 // intervals between two monitoring reads of a container
+	mbm      mbmState
 	// killed ends Run at once without undoing anything (tests: kill -9 in process)
 	killed chan struct{}
 }
@@ -91,6 +95,9 @@ func New(o Options) (*Agent, error) {
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.MBMPeriod <= 0 {
+		o.MBMPeriod = 5 * time.Second
 	}
 	a := &Agent{o: o, core: core.New(o.Machine, o.Scheduler), live: map[string]*live{},
 		labelErr: map[string]int{}, counts: map[string]int{}, def: map[int]uint64{}, killed: make(chan struct{}),
@@ -263,6 +270,9 @@ func (a *Agent) tick() {
 	a.ticks++
 	if a.ticks%a.monEvery == 0 || a.rdtErr != nil {
 		a.checkResctrl()
+	}
+	if a.rdtErr == nil {
+		a.rotateCounters(now)
 	}
 	for _, mb := range a.core.Members() {
 		l := a.live[mb.ID]

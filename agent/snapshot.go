@@ -29,6 +29,9 @@ func (a *Agent) snapshot(took time.Duration) api.Status {
 	if a.rdtErr != nil {
 		st.ResctrlError = a.rdtErr.Error()
 	}
+	if a.mbm.on {
+		st.MBMCounters, st.MBMRotationPeriods = a.mbm.slots, a.mbm.rotation
+	}
 	for s, v := range a.def {
 		st.DefaultMasks[fmt.Sprint(s)] = fmt.Sprintf("%#x", v)
 	}
@@ -45,6 +48,12 @@ func (a *Agent) snapshot(took time.Duration) api.Status {
 			Counters: "cputime", Probe: "none", Since: a.start.Add(mb.Since).UTC()}
 		if pl.Mask != 0 {
 			cs.Mask, cs.Ways, cs.MBA = fmt.Sprintf("%#x", pl.Mask), bits.OnesCount64(pl.Mask), pl.MBA
+		}
+		if a.mbm.on && pl.Mon != "" {
+			cs.MBMCounter = "unassigned"
+			if a.mbm.held[pl.Mon] {
+				cs.MBMCounter = "assigned"
+			}
 		}
 		if l.counters != nil {
 			cs.Counters = l.counters.Mode()

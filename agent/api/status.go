@@ -20,7 +20,10 @@ type ContainerStatus struct {
 	// Mask is the container's L3 mask in hex ("" in system/default); Ways its width.
 	Mask string `json:"mask,omitempty"`
 	Ways int    `json:"ways"`
-	MBA  int    `json:"mba,omitempty"`
+	// MBMCounter is "assigned" or "unassigned" on a mount with assignable MBM counters
+	// (an unassigned container's bandwidth is its last measured one, not 0); "" elsewhere.
+	MBMCounter string `json:"mbm_counter,omitempty"`
+	MBA        int    `json:"mba,omitempty"`
 	// CtrlGroup and MonGroup are resctrl group paths ("" none / system/default).
 	CtrlGroup string `json:"ctrl_group,omitempty"`
 	MonGroup  string `json:"mon_group,omitempty"`
@@ -67,20 +70,25 @@ type ContainerStatus struct {
 
 // Status is the agent's state (/api/v1/status).
 type Status struct {
-	Instance         string            `json:"instance"`
-	Policy           string            `json:"policy"`
-	Interval         string            `json:"interval"`
-	Runtime          string            `json:"runtime"`
-	RuntimeConnected bool              `json:"runtime_connected"`
-	RuntimeError     string            `json:"runtime_error,omitempty"`
-	ResctrlRoot      string            `json:"resctrl_root"`
-	ResctrlError     string            `json:"resctrl_error,omitempty"`
-	Machine          string            `json:"machine"`
-	Sockets          int               `json:"sockets"`
-	LLCWays          int               `json:"llc_ways"`
-	DefaultMasks     map[string]string `json:"default_masks"` // socket -> hex mask
-	Containers       []ContainerStatus `json:"containers"`
-	Decisions        core.Stats        `json:"policy_counts"`
+	Instance         string `json:"instance"`
+	Policy           string `json:"policy"`
+	Interval         string `json:"interval"`
+	Runtime          string `json:"runtime"`
+	RuntimeConnected bool   `json:"runtime_connected"`
+	RuntimeError     string `json:"runtime_error,omitempty"`
+	ResctrlRoot      string `json:"resctrl_root"`
+	ResctrlError     string `json:"resctrl_error,omitempty"`
+	// MBMCounters is how many containers can hold assignable MBM counters at once (0: the
+	// mount gives every group its own); MBMRotationPeriods how many --mbm-period periods
+	// a rotation takes (every unprioritised container is measured once per rotation).
+	MBMCounters        int               `json:"mbm_counters,omitempty"`
+	MBMRotationPeriods int               `json:"mbm_rotation_periods,omitempty"`
+	Machine            string            `json:"machine"`
+	Sockets            int               `json:"sockets"`
+	LLCWays            int               `json:"llc_ways"`
+	DefaultMasks       map[string]string `json:"default_masks"` // socket -> hex mask
+	Containers         []ContainerStatus `json:"containers"`
+	Decisions          core.Stats        `json:"policy_counts"`
 	// Counts: closid_exhausted, rmid_exhausted, apply_errors.
 	Counts      map[string]int `json:"counts"`
 	LabelErrors map[string]int `json:"label_errors"`

@@ -40,6 +40,7 @@ type agentFlags struct {
 	options     string
 	interval    time.Duration
 	monInterval time.Duration
+	mbmPeriod   time.Duration
 	profiles    string
 	stateDir    string
 	runtime     string
@@ -81,6 +82,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.policy, "policy", "", "online policy (default static-cat, or the --policy-options file's implementation): "+strings.Join(sched.Names(), ", "))
 	fl.StringVar(&f.options, "policy-options", "", "YAML file with a scheduler block (the keys of a benchmark's benchmark.scheduler)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "sampling and decision period (at least 20ms)")
+	fl.DurationVar(&f.mbmPeriod, "mbm-period", 5*time.Second, "on a mount with fewer assignable MBM counters than containers: how long a container holds one before the rotation moves it on (priority containers always hold one)")
 	fl.DurationVar(&f.monInterval, "mon-interval", time.Second, "how often each container's resctrl monitoring counters (occupancy, MBM) are read; 0: every --interval")
 	fl.StringVar(&f.profiles, "profiles", "", "a colo predict data directory (Bubble-Up profiles): containers whose image has one get colo_predicted_slowdown")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/colo", "where the journal of the agent's resctrl changes lives")
@@ -225,7 +227,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	ao := agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
 		Host:     &host.Linux{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
-		Interval: f.interval, MonInterval: f.monInterval, Select: sel, Predictor: pred, StateDir: f.stateDir, Log: log}
+		Interval: f.interval, MonInterval: f.monInterval, MBMPeriod: f.mbmPeriod, Select: sel, Predictor: pred, StateDir: f.stateDir, Log: log}
 	if prof != nil {
 		ao.Profiler = prof
 	}
