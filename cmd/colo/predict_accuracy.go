@@ -14,10 +14,11 @@ import (
 
 func addAccuracy(pc *cobra.Command) {
 	var (
-		mach, workloads string
-		seed            uint64
-		appWays         int
-		asJSON          bool
+		mach, workloads, reporter string
+		reporterLLC               float64
+		seed                      uint64
+		appWays                   int
+		asJSON                    bool
 	)
 	c := &cobra.Command{
 		Use:   "accuracy",
@@ -35,6 +36,15 @@ Eq. 7.1: positive = too optimistic). Deterministic by --seed.`,
 			r, err := simprof.NewRunner(mach, seed)
 			if err != nil {
 				return badInput(err)
+			}
+			switch reporter {
+			case "alternating", "random", "streaming":
+				r.ReporterType = reporter
+			default:
+				return badInputf("--reporter %q: alternating, random or streaming", reporter)
+			}
+			if reporterLLC > 0 {
+				r.ReporterMB = reporterLLC * float64(r.Profile.LLC.SizeBytes) / 1e6
 			}
 			names := simprof.AccuracyWorkloads
 			if workloads != "" {
@@ -60,6 +70,8 @@ Eq. 7.1: positive = too optimistic). Deterministic by --seed.`,
 	f.Uint64Var(&seed, "seed", 1, "simulation seed")
 	f.IntVar(&appWays, "app-ways", 6, "ways of the application's partition (the competitor gets the others)")
 	f.StringVar(&workloads, "workloads", "", "comma-separated simulated workloads (default: "+strings.Join(simprof.AccuracyWorkloads, ",")+")")
+	f.StringVar(&reporter, "reporter", "alternating", "reporter design: alternating (thesis Type 3), random (Type 2) or streaming (Type 1)")
+	f.Float64Var(&reporterLLC, "reporter-llc", 0, "reporter footprint in LLCs (0: the runner's default, 2 × LLC)")
 	f.BoolVar(&asJSON, "json", false, "print the table as JSON")
 	pc.AddCommand(c)
 }
@@ -73,7 +85,7 @@ func printAccuracy(w io.Writer, a simprof.Accuracy) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s seed %d, %d pairs; application in %d of %d ways under the partition\n", a.Machine, a.Seed, len(a.Pairs), a.AppWays, a.TotalWays)
+	fmt.Fprintf(w, "%s seed %d, %s reporter of %.1f MB, %d pairs; application in %d of %d ways under the partition\n", a.Machine, a.Seed, a.Reporter, a.ReporterMB, len(a.Pairs), a.AppWays, a.TotalWays)
 	for _, s := range []struct {
 		n string
 		v float64

@@ -34,6 +34,8 @@ type AccuracyPair struct {
 type Accuracy struct {
 	Machine       string         `json:"machine"`
 	Seed          uint64         `json:"seed"`
+	Reporter      string         `json:"reporter"`
+	ReporterMB    float64        `json:"reporter_mb"`
 	Dials         []float64      `json:"dials"`
 	AppWays       int            `json:"app_ways"`
 	TotalWays     int            `json:"total_ways"`
@@ -97,7 +99,11 @@ func (r *Runner) Accuracy(names []string, dials []float64, appWays int) (Accurac
 	if appWays <= 0 || appWays >= total {
 		return Accuracy{}, fmt.Errorf("--app-ways %d must be in 1..%d", appWays, total-1)
 	}
-	out := Accuracy{Machine: r.Profile.Name, Seed: r.Seed, Dials: dials, AppWays: appWays, TotalWays: total}
+	rt := r.ReporterType
+	if rt == "" {
+		rt = "alternating"
+	}
+	out := Accuracy{Machine: r.Profile.Name, Seed: r.Seed, Reporter: rt, ReporterMB: r.ReporterMB, Dials: dials, AppWays: appWays, TotalWays: total}
 	rows, err := r.ReporterCurve(dials)
 	if err != nil {
 		return out, err

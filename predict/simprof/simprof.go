@@ -26,8 +26,12 @@ type Runner struct {
 	AppCores, SoICores, CompCores []int
 	// Warmup is virtual time before measuring (caches fill); Window the measured span.
 	Warmup, Window time.Duration
-	// ReporterMB is the reporter's footprint (half streaming, half random).
+	// ReporterMB is the reporter's footprint (alternating: half streaming, half random).
 	ReporterMB float64
+	// ReporterType is the reporter design: "alternating" (default, thesis Type 3),
+	// "random" (Type 2: the random read-modify-write model alone over ReporterMB) or
+	// "streaming" (Type 1: the streaming model alone).
+	ReporterType string
 }
 
 // NewRunner returns a runner on profile name with the thesis's placement mapped to the
@@ -65,6 +69,18 @@ func Reporter(mb float64) sim.Workload {
 	s, r := SoI(mb)
 	return sim.Workload{Name: fmt.Sprintf("reporter-%gMB", mb), Loop: true, Threads: 1,
 		Phases: []sim.Phase{{Model: s.Phases[0].Model, Duration: 100 * time.Millisecond}, {Model: r.Phases[0].Model, Duration: 100 * time.Millisecond}}}
+}
+
+// reporter is the runner's reporter workload.
+func (r *Runner) reporter() sim.Workload {
+	s, rnd := SoI(2 * r.ReporterMB)
+	switch r.ReporterType {
+	case "random":
+		return rnd
+	case "streaming":
+		return s
+	}
+	return Reporter(r.ReporterMB)
 }
 
 // measure runs app on AppCores next to the given background workloads and returns its time
@@ -139,7 +155,7 @@ func (r *Runner) SensitivityCurve(name string, app sim.Workload, dials []float64
 func (r *Runner) ReporterCurve(dials []float64) ([]predict.ReporterRow, error) {
 	var rows []predict.ReporterRow
 	for _, d := range dials {
-		v, err := r.withSoI(Reporter(r.ReporterMB), d)
+		v, err := r.withSoI(r.reporter(), d)
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +166,7 @@ func (r *Runner) ReporterCurve(dials []float64) ([]predict.ReporterRow, error) {
 
 // Contentiousness measures the reporter next to comp.
 func (r *Runner) Contentiousness(name string, comp sim.Workload) (predict.ReporterRow, error) {
-	v, err := r.measure(Reporter(r.ReporterMB), []sim.Workload{comp}, [][]int{r.CompCores})
+	v, err := r.measure(r.reporter(), []sim.Workload{comp}, [][]int{r.CompCores})
 	return predict.ReporterRow{Key: name, Avg: v, Functions: map[string]float64{}}, err
 }
 

@@ -192,3 +192,26 @@ func TestAccuracyTable(t *testing.T) {
 		t.Error("a partition of every way accepted")
 	}
 }
+
+// The reporter design matters on sim: a small random-access reporter (thesis Type 2, ¼ of
+// the LLC) feels the low-rate random competitors the default alternating reporter
+// (2 × LLC) misses, and predicts the unpartitioned pairs better.
+func TestRandomReporterPredictsBetter(t *testing.T) {
+	names := []string{"cpu", "neighbor:6M:1g", "mlr:8M", "tsearch:131072", "7zip:5", "table:mcf06"}
+	run := func(typ string, llcs float64) float64 {
+		r, _ := NewRunner("icx-4314-2s", 2)
+		if typ != "" {
+			r.ReporterType, r.ReporterMB = typ, llcs*float64(r.Profile.LLC.SizeBytes)/1e6
+		}
+		a, err := r.Accuracy(names, AccuracyDials, 6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Unpartitioned.MeanAbs
+	}
+	alt, rnd := run("", 0), run("random", 0.25)
+	t.Logf("mean |error|: alternating 2 × LLC %.2f pp, random ¼ LLC %.2f pp", alt, rnd)
+	if !(rnd < alt) {
+		t.Errorf("random reporter %.2f pp not better than alternating %.2f pp", rnd, alt)
+	}
+}
