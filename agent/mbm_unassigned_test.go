@@ -6,6 +6,7 @@ import (
 	"colo/agent/discovery"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"strings"
 	"testing"
 
@@ -107,6 +108,22 @@ func TestAgentRotatesAssignableCounters(t *testing.T) {
 	t.Logf("all 10 measured within %d intervals (rotation %d periods)", ticks, 7)
 	if b, _ := em.ReadFile("info/L3_MON/available_mbm_cntrs"); strings.Contains(string(b), "-") {
 		t.Fatalf("counters overcommitted: %q", b)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(api.NewCollector(h.a.Status))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = len(mf.GetMetric())
+		if mf.GetName() == "colo_agent_mbm_counter_slots" && mf.GetMetric()[0].GetGauge().GetValue() != 4 {
+			t.Fatalf("slots metric %v", mf.GetMetric()[0])
+		}
+	}
+	if got["colo_agent_mbm_counter_slots"] != 1 || got["colo_container_mbm_unassigned"] != 10 {
+		t.Fatalf("metrics %v", got)
 	}
 	if err := h.stop(); err != nil {
 		t.Fatal(err)

@@ -41,6 +41,10 @@ var (
 		"Threads of the container's cgroup at the last PID sync.", cl, nil)
 	descMon = prometheus.NewDesc("colo_container_monitoring",
 		"1 for how the container is monitored: container (own group), control, class (RMIDs ran out), none.", append(cl, "mode"), nil)
+	descMBMUnassigned = prometheus.NewDesc("colo_container_mbm_unassigned",
+		"1 while the container holds no assignable MBM counter (mbm_event mounts): its bandwidth is the last measured one, not 0.", cl, nil)
+	descMBMSlots = prometheus.NewDesc("colo_agent_mbm_counter_slots",
+		"Containers that can hold assignable MBM counters at once (absent when every group has its own).", nil, nil)
 	descTarget = prometheus.NewDesc("colo_container_target_ipce",
 		"The container's colo.io/target-ipce (absent without one).", cl, nil)
 	descSlowdown = prometheus.NewDesc("colo_predicted_slowdown",
@@ -79,7 +83,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOcc, descMBM, descMBMLocal, descClass, descWays, descMBA, descCPU,
-		descIPC, descIPCE, descThreads, descMon, descTarget, descSlowdown, descMeasured, descPredErr, descProfile, descProfileRuns, descDecisions, descIgnored, descProbes, descLabelErr,
+		descIPC, descIPCE, descThreads, descMon, descMBMUnassigned, descMBMSlots, descTarget, descSlowdown, descMeasured, descPredErr, descProfile, descProfileRuns, descDecisions, descIgnored, descProbes, descLabelErr,
 		descCounts, descDefault, descUp, descRdt, descTicks, descTick, descManaged} {
 		ch <- d
 	}
@@ -124,6 +128,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		g(descThreads, float64(cs.Threads), l...)
 		g(descMon, 1, append(l, cs.Monitoring)...)
+		if cs.MBMCounter != "" {
+			un := 0.0
+			if cs.MBMCounter == "unassigned" {
+				un = 1
+			}
+			g(descMBMUnassigned, un, l...)
+		}
 		if cs.Request.TargetIPCE > 0 {
 			g(descTarget, cs.Request.TargetIPCE, l...)
 		}
@@ -176,6 +187,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(descUp, b(st.RuntimeConnected), st.Runtime)
 	g(descRdt, b(st.ResctrlError == "" && st.Ticks > 0), st.ResctrlRoot)
+	if st.MBMCounters > 0 {
+		g(descMBMSlots, float64(st.MBMCounters))
+	}
 	n(descTicks, float64(st.Ticks))
 	g(descTick, st.TickSeconds)
 }
