@@ -82,7 +82,7 @@ type RepeatDiff struct {
 }
 
 // TestName says which test RepeatReport.Diffs hold.
-const TestName = "paired two-sided t-test over seeds (same trace and noise seed on both sides), 95 % confidence; metric.PairedTTest"
+const TestName = "paired two-sided t-test over seeds (same trace and noise seed on both sides), 95 % confidence (docs/repeat.md)"
 
 // Repeat runs one(i, bm.Reseed(i, noise)) for i = 0..n−1 on up to parallel goroutines
 // (≤ 0: the available cores), calls done after each, and summarises the replicas. The

@@ -32,7 +32,7 @@ func (f *evalFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.machine, "machine", "skx-6138", "machine profile (colo machine list); its LLC way count must match the profiles")
 	fl.StringVar(&f.profiles, "profiles", "", "per-ways profiles in metrics.csv format (default: the embedded PBBCache Skylake data set)")
 	fl.StringVar(&f.workload, "workload", "", "comma-separated benchmark names (duplicates are distinct instances)")
-	fl.StringVar(&f.bwModel, "bw-model", "none", "bandwidth contention model: none, simple, morad or stalls (MODEL.md §4)")
+	fl.StringVar(&f.bwModel, "bw-model", "none", "bandwidth contention model: none, simple, morad or stalls (data/pbbcache-skylake/MODEL.md §4)")
 	fl.Float64Var(&f.maxBW, "max-bw", 0, "machine memory-bandwidth limit in MB/s (default: the machine's mem_bw_per_socket_mbps)")
 	fl.StringVar(&f.format, "format", "table", "output format: table, csv or json (= --json)")
 	jsonFlag(fl, &f.json)

@@ -54,9 +54,7 @@ sysfs and is assumed; the description says what was assumed.`,
 					return err
 				}
 			}
-			if name := machine.CPUModel(cpuinfo); name != "" {
-				p.CPU = name // sysfs does not name the CPU; /proc/cpuinfo does
-			}
+			p.NameCPU(machine.CPUModel(cpuinfo)) // sysfs does not name the CPU; /proc/cpuinfo does
 			return printProfile(cmd, p, asJSON)
 		},
 	}

@@ -24,7 +24,7 @@ func init() {
 	pc := &cobra.Command{
 		Use:   "predict",
 		Short: "Bubble-Up slowdown prediction: profile, train the reporter, score, predict, validate",
-		Long: `Bubble-Up-style prediction (seed002.md): an application's sensitivity curve against a
+		Long: `Bubble-Up-style prediction (Mars et al., "Bubble-Up", MICRO 2011; docs/predict.md): an application's sensitivity curve against a
 source of interference (SoI) with a working-set dial, a reporter that turns a competitor's
 pressure into an equivalent dial value (its contentiousness score), and the predicted
 normalised performance of A next to C read off A's curve at C's score.

@@ -42,7 +42,7 @@ func init() {
 	c := &cobra.Command{
 		Use:   "sensitivity",
 		Short: "The thesis's sensitivity probe: ς per stressor (LLC, mem-read, mem-write, syscall, prefetch)",
-		Long: `sensitivity runs the thesis's probe (seed000.md §2.6): an idle-neighbour baseline
+		Long: `sensitivity runs the thesis's probe (docs/predict.md): an idle-neighbour baseline
 segment, then one segment per stressor (llc, mem-read, mem-write, syscall, prefetch) with
 a neighbour on the target's LLC, 50 ms samples, outlier trimming, and
 ς = clamp((base − stressed)/base, 0, 1) per stressor.
