@@ -14,6 +14,7 @@ import (
 	"colo/agent/discovery"
 	"colo/agent/host"
 	"colo/machine"
+	"colo/resctrl/alloc"
 	"colo/resctrl/plan"
 	"colo/sched"
 )
@@ -75,8 +76,7 @@ type Agent struct {
 	def      map[int]uint64 // system/default as applied
 	rdtErr   error
 	notes    []string
-	want     map[string]plan.Want      // per tenant, the allocation the policy wants
-	placed   map[string]plan.Placement // per tenant, where the planner put it
+	al       *alloc.Allocator // per tenant (container), the allocation wanted and where it is
 	saidPlan map[string]bool
 	ticks    uint64 // intervals done
 	monEvery uint64 // intervals between two monitoring reads of a container
@@ -101,7 +101,8 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, core: core.New(o.Machine, o.Scheduler), live: map[string]*live{},
 		labelErr: map[string]int{}, counts: map[string]int{}, def: map[int]uint64{}, killed: make(chan struct{}),
-		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}, saidPlan: map[string]bool{}, monEvery: 1}
+		saidPlan: map[string]bool{}, monEvery: 1}
+	a.al = alloc.New(alloc.Options{Machine: o.Machine, Mount: o.Groups, Prefix: o.Groups.Prefix(), Journal: o.Journal})
 	if o.MonInterval > o.Interval {
 		a.monEvery = uint64((o.MonInterval + o.Interval/2) / o.Interval)
 	}
@@ -218,14 +219,14 @@ func (a *Agent) add(c core.Container) {
 		a.o.Log.Debug("no counters", "container", c.Name, "err", err)
 	}
 	tids, _ := a.o.Host.Threads(c)
-	a.want[l.tenant] = plan.Want{Tenant: l.tenant, Socket: mb.Socket, Monitor: true, Tasks: tids}
+	a.al.Set(plan.Want{Tenant: l.tenant, Socket: mb.Socket, Monitor: true, Tasks: tids})
 	if a.rdtErr == nil {
 		if err := a.replan(); err != nil {
 			a.note(slog.LevelWarn, "no monitoring group", "container", c.Name, "err", err)
 		}
 		a.syncTasks(mb, l)
 	}
-	a.o.Log.Info("container managed", "container", c.Name, "id", short(c.ID), "class", mb.Req.Class, "mon", a.placed[l.tenant].Mon)
+	a.o.Log.Info("container managed", "container", c.Name, "id", short(c.ID), "class", mb.Req.Class, "mon", a.al.Placement(l.tenant).Mon)
 }
 
 func (a *Agent) remove(id, why string) {
@@ -240,21 +241,21 @@ func (a *Agent) remove(id, why string) {
 	}
 	if a.rdtErr == nil {
 		// its threads (if any are left) go back to system/default, then its groups go
-		if w, ok := a.want[l.tenant]; ok && a.placed[l.tenant].Group != "" {
+		if w, ok := a.al.Want(l.tenant); ok && a.al.Placement(l.tenant).Group != "" {
 			w.Mask, w.MBA, w.Monitor, w.Tasks = 0, 0, false, nil
 			if tids, err := a.o.Host.Threads(mb.Container); err == nil {
 				w.Tasks = tids
 			}
-			a.want[l.tenant] = w
+			a.al.Set(w)
 			a.replan()
 		}
 	}
-	delete(a.want, l.tenant)
+	a.al.Forget(l.tenant)
 	if a.rdtErr == nil {
 		if err := a.replan(); err != nil {
 			a.note(slog.LevelWarn, "removing groups", "container", mb.Name, "err", err)
 		}
-		delete(a.placed, l.tenant)
+		a.al.Unplace(l.tenant)
 	}
 	a.o.Host.Forget(mb.Container)
 	a.mu.Lock()
@@ -321,7 +322,7 @@ func (a *Agent) read(mb *core.Member, l *live, due bool, now time.Duration) core
 		}
 	}
 	r.LLCOccupancy, r.MBMTotal, r.MBMLocal, r.MonAt = l.reading.LLCOccupancy, l.reading.MBMTotal, l.reading.MBMLocal, l.reading.MonAt
-	mon := a.placed[l.tenant].Mon
+	mon := a.al.Placement(l.tenant).Mon
 	if mon == "" { // no group of its own: nothing measured
 		r.LLCOccupancy, r.MBMTotal, r.MBMLocal, r.MonAt = 0, 0, 0, now
 		l.monOK, l.monGroup = false, ""
@@ -349,7 +350,7 @@ func (a *Agent) checkResctrl() {
 		a.rdtErr = nil
 		a.note(slog.LevelWarn, "resctrl is back; recreating the agent's groups", "root", a.o.Groups.Root())
 		// a new mount holds none of the agent's groups: start from system/default
-		a.placed = map[string]plan.Placement{}
+		a.al.Remount()
 		for _, l := range a.live {
 			l.classMon, l.refused, l.synced, l.syncedInto = "", nil, nil, ""
 		}
@@ -360,10 +361,6 @@ func (a *Agent) checkResctrl() {
 		a.def = map[int]uint64{}
 		if err := a.saveDefault(); err != nil {
 			a.note(slog.LevelError, "reading system/default", "err", err)
-		}
-		for t, w := range a.want {
-			w.Mask, w.MBA = 0, 0
-			a.want[t] = w
 		}
 		if err := a.replan(); err != nil {
 			a.note(slog.LevelWarn, "recreating monitoring groups", "err", err)

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strings"
 	"time"
 
 	"colo/agent/core"
 	"colo/agent/host"
 	"colo/resctrl"
+	"colo/resctrl/alloc"
 	"colo/resctrl/journal"
 	"colo/resctrl/plan"
 	"colo/sched"
@@ -58,93 +58,36 @@ func tenantOf(id string) string {
 	return tenantChars.ReplaceAllString(id, "_")
 }
 
-// replan plans every container's wish and applies the plan; a refused wish falls back to
-// where the container is.
+// replan applies every container's wish through the allocator (resctrl/alloc); a
+// refused wish falls back to where the container is, and is counted and said.
 func (a *Agent) replan() error {
-	in, err := plan.Read(a.o.Groups, a.o.Machine, a.o.Groups.Prefix(), a.placed, a.want)
-	if err != nil {
-		return err
+	out, err := a.al.Apply()
+	if out.Budgets != nil {
+		foreign := make([]uint64, 0, len(out.Budgets))
+		for _, b := range out.Budgets {
+			foreign = append(foreign, b.Foreign)
+		}
+		a.core.SetForeign(foreign)
 	}
-	var foreign []uint64
-	for _, b := range plan.Budgets(in) {
-		foreign = append(foreign, b.Foreign)
-	}
-	a.core.SetForeign(foreign)
-	res := plan.Plan(in)
-	for _, n := range res.Notes {
+	for _, n := range out.Notes {
 		if !a.saidPlan[n] {
 			a.saidPlan[n] = true
 			a.note(slog.LevelInfo, "resctrl: "+n)
 		}
 	}
-	for _, o := range res.Ops { // recorded before they exist
-		if o.Kind == plan.Mkdir {
-			if err := a.o.Journal.AddGroup(o.Group); err != nil {
-				return err
-			}
-		}
-	}
-	aerr := a.o.Groups.ApplyPlan(res.Ops)
-	if aerr == nil {
-		for _, o := range res.Ops {
-			if o.Kind == plan.Rmdir {
-				if err := a.o.Journal.DropGroup(o.Group); err != nil {
-					return err
-				}
-			}
-		}
-		a.placed = res.Placed
-	}
-	var retry []string
-	for _, r := range res.Refused {
-		w, ok := a.want[r.Tenant]
-		if !ok {
-			continue
-		}
-		if strings.Contains(r.Reason, "RMID") && w.Monitor && aerr == nil {
-			// a control group needs an RMID too: isolation matters more than a
-			// monitoring group of its own (its control group will monitor it)
-			w.Monitor = false
-			a.want[r.Tenant] = w
-			retry = append(retry, r.Tenant)
-			continue
-		}
-		pl := a.placed[r.Tenant]
-		w.Mask, w.MBA = pl.Mask, pl.MBA
-		if pl.Group != "" {
-			w.Socket = pl.Socket
-		}
-		a.want[r.Tenant] = w
-		if strings.Contains(r.Reason, "CLOSID") || strings.Contains(r.Reason, "RMID") {
+	for _, r := range out.Refused {
+		if r.Kind == plan.RefusedCLOSID || r.Kind == plan.RefusedRMID {
 			a.count("closid_exhausted")
 		} else {
 			a.count("refused")
 		}
 		a.note(slog.LevelWarn, "allocation refused; container stays where it is (lost isolation)", "container", a.nameOf(r.Tenant), "mask", fmt.Sprintf("%#x", r.Mask), "why", r.Reason)
 	}
-	if aerr != nil {
-		a.count("apply_errors")
-		return aerr
-	}
-	if len(retry) > 0 {
-		// the planner frees an RMID only after the new group exists: give the
-		// monitoring groups up first (in system/default), then allocate
-		wanted := map[string]plan.Want{}
-		for _, t := range retry {
-			w := a.want[t]
-			wanted[t] = w
-			w.Mask, w.MBA = 0, 0
-			a.want[t] = w
+	if err != nil {
+		if ae := (*alloc.ApplyError)(nil); errors.As(err, &ae) {
+			a.count("apply_errors")
 		}
-		if err := a.replan(); err != nil {
-			return err
-		}
-		for t, w := range wanted {
-			if _, ok := a.want[t]; ok {
-				a.want[t] = w
-			}
-		}
-		return a.replan()
+		return err
 	}
 	a.classMonitors()
 	return nil
@@ -167,8 +110,9 @@ func (a *Agent) classMonitors() {
 		if l == nil {
 			continue
 		}
-		pl, placed := a.placed[l.tenant]
-		if !placed || pl.Mon != "" || pl.Group != "" || !a.want[l.tenant].Monitor {
+		pl, placed := a.al.Placed(l.tenant)
+		w, _ := a.al.Want(l.tenant)
+		if !placed || pl.Mon != "" || pl.Group != "" || !w.Monitor {
 			l.classMon = ""
 			continue
 		}
@@ -198,7 +142,7 @@ func (a *Agent) syncTasks(mb *core.Member, l *live) {
 	if l == nil {
 		return
 	}
-	pl := a.placed[l.tenant]
+	pl := a.al.Placement(l.tenant)
 	into := pl.Mon
 	if into == "" {
 		into = pl.Group
@@ -288,8 +232,8 @@ func (a *Agent) apply(p core.Plan) {
 		if l.refused != nil && *l.refused == t {
 			continue
 		}
-		w := a.want[l.tenant]
-		pl := a.placed[l.tenant]
+		w, _ := a.al.Want(l.tenant)
+		pl := a.al.Placement(l.tenant)
 		if w.Mask == t.Mask && w.MBA == t.MBA && (t.Mask == 0 || w.Socket == t.Socket) && pl.Mask == t.Mask {
 			continue
 		}
@@ -300,7 +244,7 @@ func (a *Agent) apply(p core.Plan) {
 		if tids, err := a.o.Host.Threads(mb.Container); err == nil {
 			w.Tasks = tids
 		}
-		a.want[l.tenant] = w
+		a.al.Set(w)
 		changed = true
 	}
 	if changed {
@@ -311,7 +255,7 @@ func (a *Agent) apply(p core.Plan) {
 			if l := a.live[mb.ID]; l != nil {
 				t := p.Targets[mb.ID]
 				l.refused = nil
-				if a.placed[l.tenant].Mask != t.Mask {
+				if a.al.Placement(l.tenant).Mask != t.Mask {
 					tc := t
 					l.refused = &tc
 				}
@@ -391,7 +335,7 @@ func (a *Agent) saveDefault() error {
 // restores system/default's schemata as found.
 func (a *Agent) undo() error {
 	var errs []error
-	a.want = map[string]plan.Want{}
+	a.al.ForgetAll()
 	if err := a.replan(); err != nil {
 		errs = append(errs, err)
 	}

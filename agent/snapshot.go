@@ -41,7 +41,7 @@ func (a *Agent) snapshot(took time.Duration) api.Status {
 		if l == nil {
 			continue
 		}
-		pl := a.placed[l.tenant]
+		pl := a.al.Placement(l.tenant)
 		cs := api.ContainerStatus{ID: mb.ID, Name: mb.Name, Image: mb.Image, Cgroup: mb.Cgroup, Request: mb.Req,
 			State: mb.State, Reason: mb.Reason, Socket: mb.Socket, CtrlGroup: pl.Group, MonGroup: pl.Mon,
 			Threads: l.threads, CPUSeconds: l.reading.CPUTime.Seconds(), CPUCores: l.cpuCores,

@@ -173,7 +173,7 @@ func TestPIDSyncWritesOnlyNewThreads(t *testing.T) {
 	host.threads["eeee0001"] = append(host.threads["eeee0001"], 7777)
 	host.mu.Unlock()
 	a.tick()
-	mon := a.placed[tenantOf("eeee0001")].Mon
+	mon := a.al.Placement(tenantOf("eeee0001")).Mon
 	if len(c.tasks) != 0 {
 		t.Errorf("a new thread made the agent read tasks back: %v", c.tasks)
 	}

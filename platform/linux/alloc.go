@@ -3,7 +3,6 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 
 	"colo/platform"
@@ -26,80 +25,29 @@ func tenant(id int) string { return fmt.Sprintf("j%d", id) }
 // own reports whether a control group is this instance's.
 func (p *Platform) own(name string) bool { return strings.HasPrefix(name, p.prefix) }
 
-// planInput reads the mount and gathers every job's wish.
-func (p *Platform) planInput() (plan.Input, error) {
-	p.mu.Lock()
-	placed, want := maps.Clone(p.placed), maps.Clone(p.want)
-	p.mu.Unlock()
-	return plan.Read(p.rdt, p.m, p.prefix, placed, want)
-}
-
-// replan plans every job's allocation and applies the plan; a refused job's wish falls
-// back to where it is, and the refusal is returned.
+// replan applies every job's wish through the allocator (resctrl/alloc: plan, journal
+// before mkdir and after rmdir, refusals fall back, RMID retry); a refusal is returned.
 func (p *Platform) replan() error {
-	p.planMu.Lock()
-	defer p.planMu.Unlock()
-	in, err := p.planInput()
+	out, err := p.al.Apply()
+	for _, n := range out.Notes {
+		p.notef("resctrl: %s", n)
+	}
 	if err != nil {
 		return err
 	}
-	res := plan.Plan(in)
-	for _, n := range res.Notes {
-		p.notef("resctrl: %s", n)
-	}
-	for _, o := range res.Ops { // recorded before they exist
-		if o.Kind == plan.Mkdir {
-			if err := p.jr.AddGroup(o.Group); err != nil {
-				return err
-			}
-		}
-	}
-	aerr := p.rdt.ApplyPlan(res.Ops)
-	if aerr == nil {
-		for _, o := range res.Ops {
-			if o.Kind == plan.Rmdir {
-				if err := p.jr.DropGroup(o.Group); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	p.mu.Lock()
-	if aerr == nil {
-		p.placed = res.Placed
-	}
-	for _, r := range res.Refused {
-		if w, ok := p.want[r.Tenant]; ok {
-			pl := p.placed[r.Tenant]
-			w.Mask, w.MBA = pl.Mask, pl.MBA
-			p.want[r.Tenant] = w
-		}
-	}
-	p.mu.Unlock()
-	if aerr != nil {
-		return aerr
-	}
-	return res.Err()
+	return out.Err()
 }
 
 // placement is where the planner put a job.
 func (p *Platform) placement(id int) plan.Placement {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.placed[tenant(id)]
+	if p.al == nil {
+		return plan.Placement{}
+	}
+	return p.al.Placement(tenant(id))
 }
 
 // setWant records a job's wish.
-func (p *Platform) setWant(id int, f func(w *plan.Want)) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w, ok := p.want[tenant(id)]
-	if !ok {
-		w = plan.Want{Tenant: tenant(id), Monitor: true}
-	}
-	f(&w)
-	p.want[tenant(id)] = w
-}
+func (p *Platform) setWant(id int, f func(w *plan.Want)) { p.al.Update(tenant(id), f) }
 
 // CLOSBudget implements platform.CLOSBudgeter: per socket, how many control groups this run
 // may hold on the mount and the ways other agents' groups claim.
@@ -107,11 +55,11 @@ func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	if p.rdt == nil {
 		return nil
 	}
-	in, err := p.planInput()
+	b, err := p.al.Budgets()
 	if err != nil {
 		return nil
 	}
-	return platform.Budgets(plan.Budgets(in))
+	return platform.Budgets(b)
 }
 
 // syncTasks writes the container's threads into its resctrl groups (containers fork;
@@ -177,9 +125,7 @@ func (p *Platform) leaveRDT(j *job) error {
 	tids, _ := j.cg.Threads()
 	p.setWant(j.spec.ID, func(w *plan.Want) { w.Mask, w.MBA, w.Monitor, w.Tasks = 0, 0, false, tids })
 	err := p.replan()
-	p.mu.Lock()
-	delete(p.want, tenant(j.spec.ID))
-	p.mu.Unlock()
+	p.al.Forget(tenant(j.spec.ID))
 	return errors.Join(err, p.replan())
 }
 

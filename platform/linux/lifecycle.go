@@ -16,8 +16,8 @@ import (
 	"colo/bench"
 	"colo/machine"
 	"colo/resctrl"
+	"colo/resctrl/alloc"
 	"colo/resctrl/journal"
-	"colo/resctrl/plan"
 	"colo/workload"
 	"colo/workload/docker"
 	"colo/workload/process"
@@ -100,8 +100,7 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		o.ResctrlRoot = os.Getenv("COLO_RESCTRL_ROOT")
 	}
 	p := &Platform{o: o, jobs: map[int]*job{},
-		run:  fmt.Sprintf("%d-%d", runStamp(), os.Getpid()),
-		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}}
+		run: fmt.Sprintf("%d-%d", runStamp(), os.Getpid())}
 	p.prefix = resctrl.DefaultPrefix + p.run + "."
 	if o.Prefix != "" {
 		p.prefix = o.Prefix
@@ -207,6 +206,9 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		p.notef("resctrl at %s describes Intel MBA (percent, min %d step %d) on this %s CPU (an emulator mount): MBA is in percent", rroot, m.MBA.Min, m.MBA.Gran, m.Vendor)
 	}
 	p.m = m
+	if p.rdt != nil {
+		p.al = alloc.New(alloc.Options{Machine: m, Mount: p.rdt, Prefix: p.prefix, Journal: p.jr})
+	}
 	if bm != nil {
 		bm.Machine = m
 	}

@@ -28,8 +28,8 @@ import (
 	"colo/machine"
 	"colo/perf"
 	"colo/platform"
+	"colo/resctrl/alloc"
 	"colo/resctrl/journal"
-	"colo/resctrl/plan"
 	"colo/workload"
 	"colo/workload/docker"
 )
@@ -133,10 +133,8 @@ type Platform struct {
 	noIPCE string // why IPCE cannot be measured here ("" it can)
 	noL2   string // why L2 misses cannot be counted here ("" they can)
 
-	prefix string                    // names this instance's resctrl groups (colo.<run>.)
-	want   map[string]plan.Want      // per job (tenant j<ID>), the allocation it asked for
-	placed map[string]plan.Placement // per job, where the planner put it
-	planMu sync.Mutex                // one plan at a time
+	prefix string           // names this instance's resctrl groups (colo.<run>.)
+	al     *alloc.Allocator // every job's wish and placement (tenant j<ID>); nil without resctrl
 }
 
 // The capabilities of a Linux host (package platform).

@@ -22,6 +22,7 @@ import (
 	"colo/machine"
 	"colo/platform"
 	"colo/resctrl"
+	"colo/resctrl/alloc"
 	"colo/resctrl/emu"
 	"colo/resctrl/plan"
 	"colo/sched"
@@ -58,8 +59,8 @@ type Platform struct {
 	prefix string
 	jobs   map[int]*job
 	byID   map[sim.ID]*job
-	want   map[string]plan.Want      // per tenant (job), what the scheduler asked for
-	placed map[string]plan.Placement // per tenant, where the planner put it
+	al     *alloc.Allocator // every job's wish and placement (tenant j<ID>)
+	jr     *alloc.Memory    // the allocator's journal: the simulator keeps it in memory
 	notes  []string
 	nbs    []*neighbour // stressors next to jobs (StartNeighbour)
 	gen    uint64       // emulator generation last mirrored
@@ -115,7 +116,8 @@ func NewPrefixed(m *machine.Profile, opt sim.Options, prefix string) (*Platform,
 		return nil, err
 	}
 	p := &Platform{m: m, sm: sm, emu: e, rc: rc, ad: ad, prefix: prefix, jobs: map[int]*job{}, byID: map[sim.ID]*job{},
-		want: map[string]plan.Want{}, placed: map[string]plan.Placement{}}
+		jr: &alloc.Memory{}}
+	p.al = alloc.New(alloc.Options{Machine: m, Mount: ad, Prefix: prefix, Journal: p.jr})
 	return p, p.mirror()
 }
 
@@ -156,7 +158,7 @@ func (p *Platform) Start(j platform.Job, cpus []int) error {
 	p.emu.Declare(jb.pid)
 	p.jobs[j.ID] = jb
 	p.byID[sid] = jb
-	p.want[tenant(j.ID)] = plan.Want{Tenant: tenant(j.ID), Socket: jb.socket, Tasks: []int{jb.pid}, Monitor: true}
+	p.al.Set(plan.Want{Tenant: tenant(j.ID), Socket: jb.socket, Tasks: []int{jb.pid}, Monitor: true})
 	if err := p.replan(); err != nil {
 		return err
 	}
@@ -171,11 +173,9 @@ func (p *Platform) Stop(id int) error {
 	}
 	// its task back to system/default without a monitoring group, then it is forgotten
 	// (the same steps as platform linux)
-	w := p.want[tenant(id)]
-	w.Mask, w.MBA, w.Monitor = 0, 0, false
-	p.want[tenant(id)] = w
+	p.al.Update(tenant(id), func(w *plan.Want) { w.Mask, w.MBA, w.Monitor = 0, 0, false })
 	err := p.replan()
-	delete(p.want, tenant(id))
+	p.al.Forget(tenant(id))
 	if rerr := p.replan(); err == nil {
 		err = rerr
 	}
@@ -197,9 +197,7 @@ func (p *Platform) Move(id int, cpus []int) error {
 	if !ok {
 		return fmt.Errorf("job %d is not running", id)
 	}
-	w := p.want[tenant(id)]
-	w.Mask, w.MBA = 0, 0
-	p.want[tenant(id)] = w
+	p.al.Update(tenant(id), func(w *plan.Want) { w.Mask, w.MBA = 0, 0 })
 	if err := p.replan(); err != nil {
 		return err
 	}
@@ -207,8 +205,7 @@ func (p *Platform) Move(id int, cpus []int) error {
 		return err
 	}
 	jb.cpus, jb.socket = append([]int(nil), cpus...), p.m.SocketOfCore(cpus[0])
-	w.Socket = jb.socket
-	p.want[tenant(id)] = w
+	p.al.Update(tenant(id), func(w *plan.Want) { w.Socket = jb.socket })
 	if err := p.replan(); err != nil {
 		return err
 	}
@@ -242,44 +239,30 @@ func (p *Platform) SetAllocation(id, socket int, mask uint64, mba int) error {
 	if socket != jb.socket {
 		return fmt.Errorf("job %d runs on socket %d, not %d", id, jb.socket, socket)
 	}
-	w := p.want[tenant(id)]
-	w.Mask, w.MBA = mask, mba
-	p.want[tenant(id)] = w
+	p.al.Update(tenant(id), func(w *plan.Want) { w.Mask, w.MBA = mask, mba })
 	if err := p.replan(); err != nil {
 		return err
 	}
 	return p.mirror()
 }
 
-// replan reads the emulated mount, plans every tenant's allocation and applies the
-// plan. A refused tenant's want falls back to where it is.
+// replan applies every job's wish through the allocator; the planner's notes and
+// refusals go to the run's notes.
 func (p *Platform) replan() error {
-	in, err := p.planInput()
+	out, err := p.al.Apply()
+	p.notes = append(p.notes, out.Notes...)
+	for _, r := range out.Refused {
+		p.notes = append(p.notes, "refused: "+r.Error())
+	}
 	if err != nil {
 		return err
 	}
-	res := plan.Plan(in)
-	p.notes = append(p.notes, res.Notes...)
-	aerr := p.ad.ApplyPlan(res.Ops)
-	if aerr == nil {
-		p.placed = res.Placed
-	}
-	for _, r := range res.Refused {
-		w := p.want[r.Tenant]
-		pl := p.placed[r.Tenant]
-		w.Mask, w.MBA = pl.Mask, pl.MBA
-		p.want[r.Tenant] = w
-		p.notes = append(p.notes, "refused: "+r.Error())
-	}
-	if aerr != nil {
-		return aerr
-	}
-	return res.Err()
+	return out.Err()
 }
 
-func (p *Platform) planInput() (plan.Input, error) {
-	return plan.Read(p.ad, p.m, p.prefix, p.placed, p.want)
-}
+// Journal lists the groups the allocator's journal holds (the instance's groups on the
+// emulated mount, recorded before they were made).
+func (p *Platform) Journal() []string { return p.jr.Groups() }
 
 // CLOSBudget implements platform.CLOSBudgeter: per socket, how many control groups the
 // run may hold and the ways other agents claim (none on the private emulated mount).
@@ -287,7 +270,7 @@ func (p *Platform) CLOSBudget() []sched.CLOSBudget {
 	if g := p.emu.Generation(); p.budget != nil && g == p.budgetGen {
 		return p.budget // the private mount did not change
 	}
-	in, err := p.planInput()
+	in, err := p.al.Input()
 	if err != nil {
 		return nil
 	}

@@ -172,11 +172,31 @@ func SchemataLine(l3 map[int]uint64, mb map[int]int) string {
 	return b.String()
 }
 
+// RefusalKind says why the planner refused an allocation.
+type RefusalKind int
+
+const (
+	// RefusedRules: the wish breaks the machine's rules (no such socket, a mask the
+	// hardware rejects, ways beyond the LLC).
+	RefusedRules RefusalKind = iota
+	// RefusedForeign: the ways are claimed by another agent's group.
+	RefusedForeign
+	// RefusedCLOSID: every CLOSID is in use.
+	RefusedCLOSID
+	// RefusedRMID: a new control group needs an RMID and every one is in use.
+	RefusedRMID
+)
+
+func (k RefusalKind) String() string {
+	return [...]string{"rules", "foreign", "closid", "rmid"}[k]
+}
+
 // Refusal is an allocation the planner could not honour.
 type Refusal struct {
 	Tenant string
 	Socket int
 	Mask   uint64
+	Kind   RefusalKind
 	Reason string
 }
 
@@ -375,8 +395,8 @@ func (p *planner) foreign(s int) (uint64, string) {
 	return m, first
 }
 
-func (p *planner) refuse(w Want, why string, a ...any) {
-	p.res.Refused = append(p.res.Refused, Refusal{Tenant: w.Tenant, Socket: w.Socket, Mask: w.Mask, Reason: fmt.Sprintf(why, a...)})
+func (p *planner) refuse(w Want, k RefusalKind, why string, a ...any) {
+	p.res.Refused = append(p.res.Refused, Refusal{Tenant: w.Tenant, Socket: w.Socket, Mask: w.Mask, Kind: k, Reason: fmt.Sprintf(why, a...)})
 }
 
 func (p *planner) notef(f string, a ...any) { p.res.Notes = append(p.res.Notes, fmt.Sprintf(f, a...)) }
@@ -392,7 +412,7 @@ func (p *planner) monPath(ctrl, tenant string) string {
 func (p *planner) want(w Want) {
 	pl, known := p.placed[w.Tenant]
 	if w.Socket < 0 || w.Socket >= p.m.Sockets {
-		p.refuse(w, "socket %d does not exist (0..%d)", w.Socket, p.m.Sockets-1)
+		p.refuse(w, RefusedRules, "socket %d does not exist (0..%d)", w.Socket, p.m.Sockets-1)
 		return
 	}
 	mba := p.mba(w.MBA)
@@ -403,16 +423,16 @@ func (p *planner) want(w Want) {
 		return
 	}
 	if err := p.m.CheckMask(w.Mask); err != nil {
-		p.refuse(w, "%v", err)
+		p.refuse(w, RefusedRules, "%v", err)
 		return
 	}
 	if w.Mask&^p.m.FullMask() != 0 {
-		p.refuse(w, "mask beyond the %d ways", p.m.LLC.Ways)
+		p.refuse(w, RefusedRules, "mask beyond the %d ways", p.m.LLC.Ways)
 		return
 	}
 	if !w.Shared {
 		if f, who := p.foreign(w.Socket); f&w.Mask != 0 {
-			p.refuse(w, "ways %#x are claimed by group %s of another agent (ways %#x on socket %d); colo never hands out another agent's ways as exclusive", f&w.Mask, who, f, w.Socket)
+			p.refuse(w, RefusedForeign, "ways %#x are claimed by group %s of another agent (ways %#x on socket %d); colo never hands out another agent's ways as exclusive", f&w.Mask, who, f, w.Socket)
 			return
 		}
 	}
@@ -450,11 +470,11 @@ func (p *planner) want(w Want) {
 	}
 	if g == nil {
 		if used := p.closidsUsed(); used >= p.in.CLOSIDs {
-			p.refuse(w, "no CLOSID left: all %d are in use (%s); identical masks already share one", p.in.CLOSIDs, p.closidUse())
+			p.refuse(w, RefusedCLOSID, "no CLOSID left: all %d are in use (%s); identical masks already share one", p.in.CLOSIDs, p.closidUse())
 			return
 		}
 		if p.in.RMIDs > 0 && p.rmids >= p.in.RMIDs {
-			p.refuse(w, "no RMID left for a new control group: all %d are in use", p.in.RMIDs)
+			p.refuse(w, RefusedRMID, "no RMID left for a new control group: all %d are in use", p.in.RMIDs)
 			return
 		}
 		g = &group{name: p.newName(), own: true, slots: make([]slot, p.m.Sockets), l3: p.full(nil)}
