@@ -93,7 +93,7 @@ func (a *Agent) rotateCounters(now time.Duration) {
 		if l == nil {
 			continue
 		}
-		mon := a.placed[l.tenant].Mon
+		mon := a.al.Placement(l.tenant).Mon
 		if mon == "" || lives[mon] != nil {
 			continue
 		}
