@@ -416,3 +416,43 @@ func TestContendedFactorsAgreeWithEval(t *testing.T) {
 		t.Errorf("saturated stalls factors %v, want 1.5 and 1", f)
 	}
 }
+
+// moradBisectPlain is the bisection moradBisect shortcuts: g evaluated at every step.
+func moradBisectPlain(d []float64, iters int) (lo, hi float64) {
+	lo, hi = 0.0, 1.0
+	for it := 0; it < iters && hi-lo > 1e-15; it++ {
+		mid := (lo + hi) / 2
+		if moradG(d, mid) > 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, hi
+}
+
+// The certified bisection returns exactly the bracket of the plain one, bit for bit, on
+// random demand sets from 2 to 64 applications (light to saturated buses, tiny and
+// near-limit demands) and every iteration budget the callers use.
+func TestMoradBisectIsPlainBisection(t *testing.T) {
+	rng := rand.New(rand.NewSource(34))
+	for k := 0; k < 20000; k++ {
+		n := 2 + rng.Intn(63)
+		d := make([]float64, n)
+		scale := math.Pow(10, -3+3*rng.Float64()) // per-application x from 1e-3·u to u
+		for i := range d {
+			x := math.Min(0.999999, scale*rng.Float64()+1e-9)
+			if rng.Intn(20) == 0 {
+				x = 1 - math.Pow(10, -1-5*rng.Float64()) // near the limit
+			}
+			d[i] = 1/x - 1
+		}
+		for _, iters := range []int{200, 60, 30, 8} {
+			lo, hi := moradBisect(d, iters)
+			plo, phi := moradBisectPlain(d, iters)
+			if lo != plo || hi != phi {
+				t.Fatalf("n=%d iters=%d: [%v, %v], plain bisection [%v, %v]", n, iters, lo, hi, plo, phi)
+			}
+		}
+	}
+}

@@ -42,7 +42,19 @@ func (m *Machine) rebuild() {
 			m.sharers[d][j] = m.sharers[d][j][:0]
 		}
 	}
+	if m.holders == nil {
+		m.holders = make([][]*workload, m.D)
+	}
+	for d := range m.holders {
+		m.holders[d] = m.holders[d][:0]
+	}
 	for _, w := range m.wls {
+		w.sumOcc(m.W)
+		for d := 0; d < m.D; d++ {
+			if d == w.domain || w.occSum[d] != 0 {
+				m.holders[d] = append(m.holders[d], w)
+			}
+		}
 		d := w.domain
 		m.domWls[d] = append(m.domWls[d], w)
 		mask := m.clos[w.clos].masks[d]
@@ -80,6 +92,7 @@ func (m *Machine) rebuild() {
 		m.busF = make([]float64, n)
 	}
 	m.dirty = false
+	m.stale = true
 }
 
 // Split shares the ways of one LLC domain among the workloads whose masks hold them,
@@ -170,8 +183,11 @@ func EffectiveWays(s, target, resident float64, env []float64) float64 {
 func (m *Machine) updateWay(d, j int, sec float64) {
 	C := m.wayBytes
 	k := d*m.W + j
+	// Only the holders of domain d can have lines in it or a share of it; the others
+	// would add exact zeros to the sums below, so skipping them changes no bit.
+	hs := m.holders[d]
 	R := 0.0
-	for _, w := range m.wls {
+	for _, w := range hs {
 		if w.domain == d && w.share[j] > 0 && w.s > 0 {
 			R += w.share[j] / w.s * w.insRate
 		}
@@ -183,7 +199,8 @@ func (m *Machine) updateWay(d, j int, sec float64) {
 	total := m.orphan[k] * decay
 	m.orphan[k] = total
 	need := 0.0
-	for _, w := range m.wls {
+	settled := total == 0
+	for _, w := range hs {
 		t := 0.0
 		if w.domain == d && w.share[j] > 0 && w.s > 0 {
 			t = w.share[j] / w.s * w.target
@@ -191,12 +208,19 @@ func (m *Machine) updateWay(d, j int, sec float64) {
 		o := w.occ[k]
 		if o > t {
 			o = t + (o-t)*decay
-			w.occ[k] = o
+			if o != w.occ[k] {
+				w.occ[k] = o
+				w.occMoved = true
+			}
 		} else if o < t {
 			need += math.Min(t-o, w.share[j]/w.s*w.insRate*sec)
 		}
+		settled = settled && o == t
 		total += o
 	}
+	// every holder at its aim and no orphan lines: the next updates change nothing until
+	// the split does (Step clears settled when it computes the rates again)
+	m.settled[k] = settled
 	if need <= 0 {
 		return
 	}
@@ -204,13 +228,16 @@ func (m *Machine) updateWay(d, j int, sec float64) {
 	if free := C - total; need > free {
 		scale = math.Max(0, free) / need
 	}
-	for _, w := range m.wls {
+	for _, w := range hs {
 		if w.domain != d || w.share[j] <= 0 || w.s <= 0 {
 			continue
 		}
 		t := w.share[j] / w.s * w.target
 		if o := w.occ[k]; o < t {
-			w.occ[k] = o + scale*math.Min(t-o, w.share[j]/w.s*w.insRate*sec)
+			if v := o + scale*math.Min(t-o, w.share[j]/w.s*w.insRate*sec); v != o {
+				w.occ[k] = v
+				w.occMoved = true
+			}
 		}
 	}
 }

@@ -113,6 +113,7 @@ func (m *Machine) SetQuota(id ID, q float64) error {
 		return fmt.Errorf("workload %d: CPU quota %v must be in (0, 1]", id, q)
 	}
 	w.quota = q
+	m.stale = true
 	return nil
 }
 

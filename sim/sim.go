@@ -97,6 +97,8 @@ type Counters struct {
 	// Occupancy is llc_occupancy in bytes per LLC domain (index = domain id); the slice
 	// is reused by the next Step.
 	Occupancy []uint64
+
+	resident float64 // the resident bytes the rates were computed from
 }
 
 // OccupancyBytes is the occupancy summed over domains.
@@ -150,6 +152,9 @@ type workload struct {
 	memNode int
 	clos    int
 	occ     []float64 // bytes per (domain, way): occ[d*W+j]
+	occSum  []float64 // Σ_j occ[d*W+j] per domain, valid unless occMoved
+	// occMoved: some occ entry changed since occSum was summed
+	occMoved bool
 
 	// per-step scratch
 	share   []float64 // fraction of each way of its domain given by the split
@@ -193,8 +198,20 @@ type Machine struct {
 	orphan    []float64 // lines of removed workloads, per (domain, way)
 	rng       *rand.Rand
 
-	dirty   bool
+	dirty bool
+	// stale: the split, the solo rates and the bus factors (steps 1–5 of Step) must be
+	// computed again; when false they are exactly what the previous Step computed, because
+	// nothing they read has changed since (see Step).
+	stale bool
+	// settled[d*W+j]: updating way j of domain d is a no-op (no orphan lines, every holder
+	// exactly at its aim) until the split changes.
+	settled []bool
+	// ratesRuns counts the steps that computed the rates (the tests see the reuse)
+	ratesRuns int
 	domWls  [][]*workload   // per domain: workloads whose cores are there
+	// holders[d]: workloads (in ID order) that may hold lines in domain d: its own
+	// workloads and any moved away that still had lines there at the last rebuild.
+	holders [][]*workload
 	sharers [][][]*workload // [domain][way]
 	order   [][]int         // [domain] ways by ascending sharer count
 
@@ -234,6 +251,7 @@ func New(p *machine.Profile, opt Options) (*Machine, error) {
 		m.busLimit = o.MemBWPerSocketMBps
 	}
 	m.orphan = make([]float64, m.D*m.W)
+	m.settled = make([]bool, m.D*m.W)
 	m.clos = make([]closState, p.CAT.NumCLOSIDs)
 	for i := range m.clos {
 		m.clos[i] = closState{masks: make([]uint64, m.D), mba: make([]int, m.D)}
@@ -280,6 +298,7 @@ func (m *Machine) AddWorkload(w Workload, cores []int) (ID, error) {
 	wl.socket = m.p.SocketOfCore(cores[0])
 	wl.memNode = wl.socket
 	wl.occ = make([]float64, m.D*m.W)
+	wl.occSum = make([]float64, m.D)
 	wl.share = make([]float64, m.W)
 	for _, c := range cores {
 		m.coreOwner[c] = wl
@@ -383,21 +402,79 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 	if sec <= 0 {
 		sec = 0
 	}
+	if m.stale {
+		m.ratesRuns++
+		m.rates()
+		m.stale = false
+		clear(m.settled)
+	}
+	m.counters(sec)
+	// 6: occupancy.
+	if sec > 0 {
+		for d := 0; d < m.D; d++ {
+			for j := 0; j < m.W; j++ {
+				if !m.settled[d*m.W+j] {
+					m.updateWay(d, j, sec)
+				}
+			}
+		}
+	}
+	for i, w := range m.wls {
+		if w.occMoved {
+			w.sumOcc(m.W)
+			// its resident lines in its own domain feed EffectiveWays: recompute the rates
+			m.stale = m.stale || w.occSum[w.domain] != m.out[i].resident
+		}
+		for d := 0; d < m.D; d++ {
+			s := w.occSum[d]
+			if m.o.Noise > 0 && s > 0 {
+				s *= m.noise()
+			}
+			m.out[i].Occupancy[d] = uint64(s)
+		}
+	}
+	// phases
+	for _, w := range m.wls {
+		if m.advancePhase(w, dt) {
+			m.stale = true
+		}
+	}
+	m.now += dt
+	return m.out
+}
+
+// sumOcc sums the workload's occupancy per domain (ways in index order).
+func (w *workload) sumOcc(W int) {
+	for d := range w.occSum {
+		s := 0.0
+		for j := 0; j < W; j++ {
+			s += w.occ[d*W+j]
+		}
+		w.occSum[d] = s
+	}
+	w.occMoved = false
+}
+
+// rates computes steps 1–5 of Step: the split, every workload's solo behaviour at its
+// effective ways, the MBA ceilings and the bus factors. They depend only on the workloads
+// and their cores, classes, quotas and phases, the classes' masks and MBA values and each
+// workload's resident bytes in its domain; Step calls rates again only after one of those
+// changed (m.stale), and otherwise reuses the values of the previous step, which are
+// bit-for-bit what rates would compute (TestSteadyStepsAreExact).
+func (m *Machine) rates() {
 	// 1–3: split and solo behaviour at the effective ways.
 	for d := 0; d < m.D; d++ {
 		m.Split(d)
 	}
-	for _, w := range m.wls {
+	for i, w := range m.wls {
 		pm := &w.phases[w.phase]
 		t := pm.t
 		w.target = 0
 		if w.s > 0 {
 			w.target = math.Min(profile.Interp(pm.usage, w.s), w.s*m.wayBytes)
 		}
-		res := 0.0
-		for j := 0; j < m.W; j++ {
-			res += w.occ[w.domain*m.W+j]
-		}
+		res := w.occSum[w.domain]
+		m.out[i].resident = res
 		eff := EffectiveWays(w.s, w.target, res, pm.env)
 		ipc := t.At(profile.IPC, eff)
 		w.cpiSolo = 1 / ipc
@@ -429,7 +506,11 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 	for _, ws := range m.busIdx {
 		m.bus(ws)
 	}
-	// counters and occupancy fill rates
+}
+
+// counters computes every workload's counters for a step of sec seconds from the rates,
+// and its fill rate.
+func (m *Machine) counters(sec float64) {
 	for i, w := range m.wls {
 		pm := &w.phases[w.phase]
 		cpi := w.cpiMBA * w.busF
@@ -487,32 +568,6 @@ func (m *Machine) Step(dt time.Duration) []Counters {
 			w.rep[k] = r
 		}
 	}
-	// 6: occupancy.
-	if sec > 0 {
-		for d := 0; d < m.D; d++ {
-			for j := 0; j < m.W; j++ {
-				m.updateWay(d, j, sec)
-			}
-		}
-	}
-	for i, w := range m.wls {
-		for d := 0; d < m.D; d++ {
-			s := 0.0
-			for j := 0; j < m.W; j++ {
-				s += w.occ[d*m.W+j]
-			}
-			if m.o.Noise > 0 && s > 0 {
-				s *= m.noise()
-			}
-			m.out[i].Occupancy[d] = uint64(s)
-		}
-	}
-	// phases
-	for _, w := range m.wls {
-		m.advancePhase(w, dt)
-	}
-	m.now += dt
-	return m.out
 }
 
 // noise draws a multiplicative factor 1 + σ·N(0,1), clipped at 0.
@@ -538,16 +593,18 @@ func (m *Machine) bus(ws []*workload) {
 	}
 }
 
-func (m *Machine) advancePhase(w *workload, dt time.Duration) {
+// advancePhase moves w's clock on by dt and reports whether its phase changed.
+func (m *Machine) advancePhase(w *workload, dt time.Duration) bool {
 	w.inPhase += dt
+	p0 := w.phase
 	for {
 		dur := w.spec.Phases[w.phase].Duration
 		if dur <= 0 || w.inPhase < dur {
-			return
+			return w.phase != p0
 		}
 		last := w.phase == len(w.phases)-1
 		if last && !w.spec.Loop {
-			return
+			return w.phase != p0
 		}
 		w.inPhase -= dur
 		if last {
