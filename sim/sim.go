@@ -208,7 +208,7 @@ type Machine struct {
 	settled []bool
 	// ratesRuns counts the steps that computed the rates (the tests see the reuse)
 	ratesRuns int
-	domWls  [][]*workload   // per domain: workloads whose cores are there
+	domWls    [][]*workload // per domain: workloads whose cores are there
 	// holders[d]: workloads (in ID order) that may hold lines in domain d: its own
 	// workloads and any moved away that still had lines there at the last rebuild.
 	holders [][]*workload
