@@ -38,6 +38,37 @@ type Store struct {
 	closed   bool
 	stop     chan struct{} // closed by Close: ends the commit loop (nil: no loop)
 	loopDone chan struct{}
+	stmts    map[string]*sql.Stmt // prepared once per store (stmt), closed by Close
+}
+
+// prepare prepares the statements qs once per store: SQLite parses each statement text
+// once, not at every write transaction. It must run outside a transaction (the store
+// has one connection, which a transaction holds). Called with s.mu held.
+func (s *Store) prepare(qs ...string) error {
+	for _, q := range qs {
+		if _, ok := s.stmts[q]; ok {
+			continue
+		}
+		st, err := s.db.Prepare(q)
+		if err != nil {
+			return err
+		}
+		if s.stmts == nil {
+			s.stmts = map[string]*sql.Stmt{}
+		}
+		s.stmts[q] = st
+	}
+	return nil
+}
+
+// stmt is the prepared statement q (prepare) for use in tx; the connection's prepared
+// statement is reused, not parsed again.
+func (s *Store) stmt(tx *sql.Tx, q string) (*sql.Stmt, error) {
+	st, ok := s.stmts[q]
+	if !ok {
+		return nil, fmt.Errorf("store: statement not prepared: %s", q)
+	}
+	return tx.Stmt(st), nil
 }
 
 // Create makes a new run directory dir (created if absent; it must not already hold a
@@ -268,6 +299,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	err := s.flushLocked()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
 	// Only a store that wrote folds its log back: a TRUNCATE checkpoint waits for (and
 	// blocks) the database's writer, and a reader (colo report, export, a test polling a
 	// live run) must never stall the run that is still writing it.
@@ -503,9 +538,44 @@ func splitInts(s string) ([]int, error) {
 // well under SQLite's 32766 parameter limit).
 const sampleRowsPerStmt = 64
 
+// The write statements of flushLocked.
+const (
+	qJob        = `INSERT OR REPLACE INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	qAllocation = `INSERT INTO allocations VALUES(?,?,?,?,?,?,?,?)`
+	qEvent      = `INSERT INTO events VALUES(?,?,?,?,?)`
+	qProbe      = `INSERT INTO probes VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`
+)
+
+var fullSampleInsert = sampleInsert(sampleRowsPerStmt)
+
+// sampleInsert is the INSERT of n sample rows.
+func sampleInsert(n int) string {
+	const ncol = 17
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO samples VALUES")
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", ncol), ",") + ")"
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(row)
+	}
+	return sb.String()
+}
+
 func (w *RunWriter) flushLocked() error {
 	if len(w.jobs)+len(w.samples)+len(w.allocs)+len(w.events)+len(w.probes)+len(w.parts) == 0 {
 		return nil
+	}
+	qs := []string{qJob, qAllocation, qEvent, qProbe}
+	if len(w.samples) >= sampleRowsPerStmt {
+		qs = append(qs, fullSampleInsert)
+	}
+	if n := len(w.samples) % sampleRowsPerStmt; n > 0 {
+		qs = append(qs, sampleInsert(n))
+	}
+	if err := w.s.prepare(qs...); err != nil {
+		return fmt.Errorf("write run %d: %w", w.run.ID, err)
 	}
 	tx, err := w.s.db.Begin()
 	if err != nil {
@@ -513,7 +583,7 @@ func (w *RunWriter) flushLocked() error {
 	}
 	defer tx.Rollback()
 	id := w.run.ID
-	if err := insertEach(tx, `INSERT OR REPLACE INTO jobs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, w.jobs,
+	if err := insertEach(w.s, tx, qJob, w.jobs,
 		func(j Job) string { return fmt.Sprintf("job %d", j.ID) },
 		func(j Job) []any {
 			return []any{id, j.ID, j.Name, j.Kind, j.Model, b2i(j.Priority), nf(j.IPCETarget),
@@ -522,23 +592,23 @@ func (w *RunWriter) flushLocked() error {
 		return err
 	}
 	if len(w.samples) > 0 {
-		if err := insertSamples(tx, id, w.samples); err != nil {
+		if err := insertSamples(w.s, tx, id, w.samples); err != nil {
 			return err
 		}
 	}
-	if err := insertEach(tx, `INSERT INTO allocations VALUES(?,?,?,?,?,?,?,?)`, w.allocs,
+	if err := insertEach(w.s, tx, qAllocation, w.allocs,
 		func(Allocation) string { return "allocation" },
 		func(a Allocation) []any {
 			return []any{id, int64(a.T), a.Socket, a.CLOS, int64(a.Mask), nf(a.MBA), joinInts(a.Members), a.Source}
 		}); err != nil {
 		return err
 	}
-	if err := insertEach(tx, `INSERT INTO events VALUES(?,?,?,?,?)`, w.events,
+	if err := insertEach(w.s, tx, qEvent, w.events,
 		func(Event) string { return "event" },
 		func(e Event) []any { return []any{id, int64(e.T), e.Kind, e.Job, e.Text} }); err != nil {
 		return err
 	}
-	if err := insertEach(tx, `INSERT INTO probes VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`, w.probes,
+	if err := insertEach(w.s, tx, qProbe, w.probes,
 		func(ProbeSegment) string { return "probe segment" },
 		func(p ProbeSegment) []any {
 			return []any{id, p.Job, int64(p.Start), int64(p.End), p.Kind, p.Socket, p.Ways, int64(p.Mask),
@@ -570,15 +640,14 @@ func (w *RunWriter) flushLocked() error {
 
 // insertEach writes rows with the prepared statement q: args are a row's column values,
 // what names the row in an error.
-func insertEach[T any](tx *sql.Tx, q string, rows []T, what func(T) string, args func(T) []any) error {
+func insertEach[T any](s *Store, tx *sql.Tx, q string, rows []T, what func(T) string, args func(T) []any) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	st, err := tx.Prepare(q)
+	st, err := s.stmt(tx, q)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	for _, r := range rows {
 		if _, err := st.Exec(args(r)...); err != nil {
 			return fmt.Errorf("write %s: %w", what(r), err)
@@ -587,34 +656,18 @@ func insertEach[T any](tx *sql.Tx, q string, rows []T, what func(T) string, args
 	return nil
 }
 
-func insertSamples(tx *sql.Tx, id int64, xs []Sample) error {
+func insertSamples(s *Store, tx *sql.Tx, id int64, xs []Sample) error {
 	const ncol = 17
-	stmtFor := func(n int) (*sql.Stmt, error) {
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO samples VALUES")
-		row := "(" + strings.TrimSuffix(strings.Repeat("?,", ncol), ",") + ")"
-		for i := 0; i < n; i++ {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString(row)
-		}
-		return tx.Prepare(sb.String())
-	}
-	full, err := stmtFor(sampleRowsPerStmt)
-	if err != nil {
-		return err
-	}
-	defer full.Close()
 	args := make([]any, 0, ncol*sampleRowsPerStmt)
 	for len(xs) > 0 {
 		n := min(len(xs), sampleRowsPerStmt)
-		st := full
+		q := fullSampleInsert
 		if n < sampleRowsPerStmt {
-			if st, err = stmtFor(n); err != nil {
-				return err
-			}
-			defer st.Close()
+			q = sampleInsert(n)
+		}
+		st, err := s.stmt(tx, q)
+		if err != nil {
+			return err
 		}
 		args = args[:0]
 		for _, x := range xs[:n] {
