@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -84,6 +85,133 @@ type RunOptions struct {
 	Hooks Hooks
 	// Ctx cancels the runs (Options.Ctx); nil: never cancelled.
 	Ctx context.Context
+	// Parallel runs the schedulers side by side when the platform allows it
+	// (platform.Private); the results are the same as one after the other.
+	Parallel bool
+}
+
+// schedRun is one scheduler's run of RunAll.
+type schedRun struct {
+	name   string
+	pf     Platform
+	s      sched.Scheduler
+	env    sched.Env
+	rec    Recorder
+	finish func(Summary) error
+	res    *Result
+	err    error
+	wall   time.Duration
+	warns  []string
+}
+
+// prepareRun makes a scheduler's platform, scheduler and recorder.
+func prepareRun(bm *Benchmark, name string, opt RunOptions) (*schedRun, error) {
+	// the platform first: on linux it detects the host, whose geometry the scheduler
+	// and the report must use (not the YAML's machine:)
+	pf, err := NewPlatform(bm)
+	if err != nil {
+		return nil, err
+	}
+	cfg := bm.Sched
+	cfg.Implementation = name
+	env := sched.Env{Machine: pf.Machine(), Config: cfg}
+	env.IPCEUnavailable = platform.IPCEUnavailable(pf)
+	env.CPUQuotaUnavailable = platform.CPUQuotaUnavailable(pf)
+	s, err := sched.New(name, env)
+	if err != nil {
+		pf.Close()
+		// options the scheduler rejects are bad input in the benchmark file
+		return nil, &Error{File: bm.File, Line: ctlsched.LineOf(err), Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
+	}
+	r := &schedRun{name: name, pf: pf, s: s, env: env, rec: Discard{}, finish: func(Summary) error { return nil }}
+	if opt.Recorder != nil {
+		if r.rec, r.finish, err = opt.Recorder(name); err != nil {
+			pf.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// run replays the trace and closes the platform.
+func (r *schedRun) run(bm *Benchmark, opt RunOptions, ctx context.Context, warn func(string), hooks Hooks) {
+	var t0 time.Time
+	if opt.Wall != nil {
+		t0 = opt.Wall()
+	}
+	r.res, r.err = Run(bm, r.pf, r.s, Options{Warn: warn, Recorder: r.rec, Hooks: hooks, Ctx: ctx})
+	if opt.Wall != nil {
+		r.wall = opt.Wall().Sub(t0)
+	}
+	if cerr := r.pf.Close(); r.err == nil && cerr != nil {
+		r.err = fmt.Errorf("platform close: %w", cerr)
+	} else if cerr != nil {
+		r.err = errors.Join(r.err, fmt.Errorf("platform close: %w", cerr))
+	}
+}
+
+// add takes a finished run into the report: stop is true when RunAll must return
+// (rep, err) now.
+func (rep *Report) add(r *schedRun, name string, opt RunOptions) (stop bool, err error) {
+	if errors.Is(r.err, ErrInterrupted) {
+		// what ran so far, without a summary: the run is not complete
+		rep.Results = append(rep.Results, r.res)
+		return true, r.err
+	}
+	if r.err != nil {
+		var be *Error
+		if errors.As(r.err, &be) {
+			return true, r.err // bad input: FILE:LINE already says it all
+		}
+		return true, fmt.Errorf("scheduler %s: %w", name, r.err)
+	}
+	sum := Summarize(r.res, r.wall)
+	if r.env.IPCEUnavailable != "" {
+		sum.Notes = append(sum.Notes, "IPC/IPCE unavailable on this platform ("+r.env.IPCEUnavailable+"): IPCE results are empty, and schedulers that probe allocations (dynamic) do not")
+	}
+	if err := r.finish(sum); err != nil {
+		return true, err
+	}
+	rep.Schedulers = append(rep.Schedulers, sum)
+	rep.Results = append(rep.Results, r.res)
+	return false, nil
+}
+
+// closeRuns closes the platforms of prepared runs that will not run.
+func closeRuns(runs []*schedRun) {
+	for _, r := range runs {
+		if r != nil {
+			r.pf.Close()
+		}
+	}
+}
+
+// progressOrder shows side-by-side runs' progress one run after the other, as if they ran
+// in sequence: run k's steps pass once runs 0..k−1 have ended; a run that ended while
+// waiting has its last step shown then.
+type progressOrder struct {
+	mu   sync.Mutex
+	f    func(Step)
+	cur  int
+	last []*Step
+}
+
+func (p *progressOrder) step(k int, s Step) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k != p.cur {
+		p.last[k] = &s
+		return
+	}
+	p.f(s)
+	for s.Final {
+		p.cur++
+		if p.cur >= len(p.last) || p.last[p.cur] == nil {
+			return
+		}
+		s = *p.last[p.cur]
+		p.f(s)
+	}
 }
 
 // RunAll runs the benchmark's trace once per scheduler, each on a fresh platform, and
@@ -98,71 +226,73 @@ func RunAll(bm *Benchmark, names []string, opt RunOptions) (*Report, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	for _, name := range names {
+	// Every scheduler gets its platform and recorder in the order given (the run
+	// directory numbers the runs in that order). On a platform whose instances share
+	// nothing (platform.Private: the simulated testbed) the runs go side by side, one
+	// goroutine each; their results, summaries and warnings are then taken in the same
+	// order, so the report, the run directory's rows and stderr are those of running
+	// them one after the other (TestRunAllSideBySide). Interval lines (Hooks.OnInterval)
+	// would interleave, so a run that prints them stays sequential.
+	runs := make([]*schedRun, len(names))
+	side := opt.Parallel && opt.Hooks.OnInterval == nil && len(names) > 1
+	var progress *progressOrder
+	if side && opt.Hooks.Progress != nil {
+		progress = &progressOrder{f: opt.Hooks.Progress, last: make([]*Step, len(names))}
+	}
+	for k, name := range names {
 		if ctx.Err() != nil {
+			closeRuns(runs)
 			return rep, interrupted(ctx)
 		}
-		// the platform first: on linux it detects the host, whose geometry the scheduler
-		// and the report must use (not the YAML's machine:)
-		pf, err := NewPlatform(bm)
+		r, err := prepareRun(bm, name, opt)
 		if err != nil {
+			closeRuns(runs)
 			return nil, err
 		}
-		rep.Machine = pf.Machine().Name
-		cfg := bm.Sched
-		cfg.Implementation = name
-		env := sched.Env{Machine: pf.Machine(), Config: cfg}
-		env.IPCEUnavailable = platform.IPCEUnavailable(pf)
-		env.CPUQuotaUnavailable = platform.CPUQuotaUnavailable(pf)
-		s, err := sched.New(name, env)
-		if err != nil {
-			pf.Close()
-			// options the scheduler rejects are bad input in the benchmark file
-			return nil, &Error{File: bm.File, Line: ctlsched.LineOf(err), Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
+		rep.Machine = r.pf.Machine().Name
+		runs[k] = r
+		if _, ok := r.pf.(platform.Private); !ok && k == 0 {
+			side = false
 		}
-		var rec Recorder = Discard{}
-		finish := func(Summary) error { return nil }
-		if opt.Recorder != nil {
-			if rec, finish, err = opt.Recorder(name); err != nil {
-				pf.Close()
-				return nil, err
+		if !side {
+			// sequential: run it now, report it now
+			r.run(bm, opt, ctx, opt.Warn, opt.Hooks)
+			if stop, err := rep.add(r, name, opt); stop {
+				return rep, err
+			}
+			runs[k] = nil
+		}
+	}
+	if side {
+		var wg sync.WaitGroup
+		for k, r := range runs {
+			if r == nil {
+				continue
+			}
+			hooks := opt.Hooks
+			if progress != nil {
+				hooks.Progress = func(s Step) { progress.step(k, s) }
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.run(bm, opt, ctx, func(w string) { r.warns = append(r.warns, w) }, hooks)
+			}()
+		}
+		wg.Wait()
+		for k, r := range runs {
+			if r == nil {
+				continue
+			}
+			if opt.Warn != nil {
+				for _, w := range r.warns {
+					opt.Warn(w)
+				}
+			}
+			if stop, err := rep.add(r, names[k], opt); stop {
+				return rep, err
 			}
 		}
-		var t0 time.Time
-		if opt.Wall != nil {
-			t0 = opt.Wall()
-		}
-		res, err := Run(bm, pf, s, Options{Warn: opt.Warn, Recorder: rec, Hooks: opt.Hooks, Ctx: ctx})
-		if cerr := pf.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("platform close: %w", cerr)
-		} else if cerr != nil {
-			err = errors.Join(err, fmt.Errorf("platform close: %w", cerr))
-		}
-		if errors.Is(err, ErrInterrupted) {
-			// what ran so far, without a summary: the run is not complete
-			rep.Results = append(rep.Results, res)
-			return rep, err
-		}
-		if err != nil {
-			var be *Error
-			if errors.As(err, &be) {
-				return nil, err // bad input: FILE:LINE already says it all
-			}
-			return nil, fmt.Errorf("scheduler %s: %w", name, err)
-		}
-		var wall time.Duration
-		if opt.Wall != nil {
-			wall = opt.Wall().Sub(t0)
-		}
-		sum := Summarize(res, wall)
-		if env.IPCEUnavailable != "" {
-			sum.Notes = append(sum.Notes, "IPC/IPCE unavailable on this platform ("+env.IPCEUnavailable+"): IPCE results are empty, and schedulers that probe allocations (dynamic) do not")
-		}
-		if err := finish(sum); err != nil {
-			return nil, err
-		}
-		rep.Schedulers = append(rep.Schedulers, sum)
-		rep.Results = append(rep.Results, res)
 	}
 	base := rep.Schedulers[0]
 	for _, s := range rep.Schedulers[1:] {

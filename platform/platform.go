@@ -125,6 +125,13 @@ type QuotaSetter interface {
 	SetQuota(id int, quota float64) error
 }
 
+// Private is implemented by platforms whose instances share nothing — no host, no files,
+// no global state (the simulated testbed): several can run at once in one process
+// (bench.RunAll runs one scheduler on each, side by side).
+type Private interface {
+	Private()
+}
+
 // CPUQuotaUnavailable says why pf cannot apply CPU quotas, or "" when it can.
 func CPUQuotaUnavailable(pf Platform) string {
 	if _, ok := pf.(QuotaSetter); ok {

@@ -92,6 +92,8 @@ cgroup, resctrl (--resctrl-root DIR for an emulator mount); see docs/linux.md.`,
 				Warn:  func(w string) { fmt.Fprintln(stderr, "colo: warning:", w) },
 				Wall:  time.Now,
 				Hooks: (&runWatch{}).hooks(interval),
+				// the simulated testbed runs the compared schedulers side by side
+				Parallel: true,
 			}
 			ctx, cancel := signalContext(c)
 			defer cancel()

@@ -41,7 +41,7 @@ same files give the same bytes.`,
 				if err != nil {
 					return badInput(err)
 				}
-				rep, err := bench.RunAll(bm, []string{"least-loaded", "dynamic"}, bench.RunOptions{Hooks: (&runWatch{}).hooks(0)})
+				rep, err := bench.RunAll(bm, []string{"least-loaded", "dynamic"}, bench.RunOptions{Hooks: (&runWatch{}).hooks(0), Parallel: true})
 				if err != nil {
 					return err
 				}

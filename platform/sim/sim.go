@@ -419,6 +419,10 @@ func (p *Platform) Advance(t time.Duration) error {
 	return nil
 }
 
+// Private implements platform.Private: a Platform's machine, emulator and clock are its
+// own.
+func (p *Platform) Private() {}
+
 // Close implements platform.Platform: every neighbour and job stops, every owned group
 // is removed.
 func (p *Platform) Close() error {
