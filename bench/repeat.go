@@ -294,13 +294,25 @@ var CompareMetrics = []string{"stp", "antt", "unfairness", "worst_slowdown", "re
 // SLOs or antagonists (GuardOutcome).
 var GuardMetrics = []string{"slo_violation_seconds", "slo_violation_seconds_after_first_window", "be_throughput", "utilization", "antagonist_precision"}
 
+// GuardSchedulers are the schedulers `colo compare` runs by default on a benchmark with
+// latency SLOs or antagonists (the issue's Heracles comparison).
+const GuardSchedulers = "shared,static-cat-mba,dcat,lfoc+,vp,guard"
+
+// HasGuardMeasures reports whether a job of bm has an SLO or is an antagonist.
+func HasGuardMeasures(bm *Benchmark) bool {
+	for _, j := range bm.Jobs {
+		if j.SLOms > 0 || j.Antagonist {
+			return true
+		}
+	}
+	return false
+}
+
 // CompareMetricsFor are CompareMetrics, and GuardMetrics when a job of bm has an SLO or is
 // an antagonist.
 func CompareMetricsFor(bm *Benchmark) []string {
-	for _, j := range bm.Jobs {
-		if j.SLOms > 0 || j.Antagonist {
-			return append(slices.Clone(CompareMetrics), GuardMetrics...)
-		}
+	if HasGuardMeasures(bm) {
+		return append(slices.Clone(CompareMetrics), GuardMetrics...)
 	}
 	return CompareMetrics
 }

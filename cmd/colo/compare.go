@@ -30,6 +30,9 @@ type compareFlags struct {
 	noStore    bool
 	interval   time.Duration
 	ctx        context.Context // cancels the runs (SIGINT/SIGTERM); nil: never
+	// schedulersSet: --schedulers was given (else a benchmark with SLOs gets
+	// bench.GuardSchedulers)
+	schedulersSet bool
 }
 
 func init() {
@@ -49,6 +52,9 @@ then every job alone, and prints per scheduler:
 "shared" is least-loaded placement with every job in system/default (no partitioning).
 Scheduler options in the file may be prefixed (dcat.baseline, vp.window, lfoc+.…) so
 that one file configures every controller; plain keys go to every scheduler but shared.
+A benchmark with latency SLOs (slo_ms) or antagonists runs shared, static-cat-mba, dcat,
+lfoc+, vp and guard by default and adds SLO violation seconds, best-effort throughput,
+utilisation and antagonist precision (docs/controllers.md, the guard).
 Like colo run, compare writes a run directory (runs/<time>-<name>, or --out DIR) with
 every scheduler's samples, allocations and slowdowns: colo report and colo export read it.`,
 		Example: `  colo compare examples/dcat/fig15-mlr-mload.yaml
@@ -57,6 +63,7 @@ every scheduler's samples, allocations and slowdowns: colo report and colo expor
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.ctx = cmd.Context()
+			f.schedulersSet = cmd.Flags().Changed("schedulers")
 			return runCompare(cmd.OutOrStdout(), args[0], f)
 		},
 	}
@@ -91,6 +98,9 @@ func runCompare(w io.Writer, file string, f compareFlags) error {
 		return badInput(err)
 	}
 	var names []string
+	if !f.schedulersSet && bench.HasGuardMeasures(bm) {
+		f.schedulers = bench.GuardSchedulers
+	}
 	for _, n := range strings.Split(f.schedulers, ",") {
 		n = strings.TrimSpace(n)
 		if n == "" {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/bits"
@@ -11,10 +13,11 @@ import (
 	"colo/bench"
 )
 
-// Every scenario under examples/dcat, examples/vp and examples/lfoc parses and validates.
+// Every scenario under examples/dcat, examples/vp, examples/lfoc and examples/guard parses
+// and validates.
 func TestControllerExamplesParse(t *testing.T) {
 	var files []string
-	for _, d := range []string{"dcat", "vp", "lfoc"} {
+	for _, d := range []string{"dcat", "vp", "lfoc", "guard"} {
 		m, err := filepath.Glob(filepath.Join("..", "..", "examples", d, "*.yaml"))
 		if err != nil {
 			t.Fatal(err)
@@ -196,5 +199,32 @@ func TestCompareBadInput(t *testing.T) {
 		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.frag) {
 			t.Errorf("%+v: %v, want a bad-input error mentioning %q", tc.f, err, tc.frag)
 		}
+	}
+}
+
+// colo compare on a benchmark with SLOs runs the guard's comparison by default and gives
+// every scheduler the SLO and best-effort keys (the issue's Heracles must-show).
+func TestCompareGuardDefaults(t *testing.T) {
+	var out bytes.Buffer
+	if err := runCompare(&out, "../../examples/guard/antagonists.yaml", compareFlags{schedulers: "ignored", noStore: true, json: true, format: "table"}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Schedulers []map[string]any `json:"schedulers"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range doc.Schedulers {
+		names = append(names, s["name"].(string))
+		for _, k := range []string{"slo_violation_seconds", "slo_violation_seconds_after_first_window", "be_throughput", "utilization", "antagonist_precision", "throttles"} {
+			if _, ok := s[k]; !ok {
+				t.Errorf("%s: no %s", s["name"], k)
+			}
+		}
+	}
+	if strings.Join(names, ",") != bench.GuardSchedulers {
+		t.Errorf("schedulers %v, want %s", names, bench.GuardSchedulers)
 	}
 }

@@ -94,6 +94,9 @@ func runRepeat(c *cobra.Command, file, kind string, f repeatFlags) error {
 		asJSON, _ = fl.GetBool("json")
 	case "compare":
 		s, _ := fl.GetString("schedulers")
+		if !fl.Changed("schedulers") && bench.HasGuardMeasures(bm) {
+			s = bench.GuardSchedulers
+		}
 		names = splitNames(s)
 		for _, n := range names {
 			if n != bench.Shared {
