@@ -11,8 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"colo/machine"
 	"colo/platform"
 	"colo/policy/ctlsched"
+	"colo/resctrl"
 	"colo/sched"
 )
 
@@ -67,6 +69,19 @@ func (c Change) MarshalJSON() ([]byte, error) {
 	return marshalNullNaN(c)
 }
 
+// withoutResctrl explains a scheduler's refusal on a real host whose detected profile has
+// no CAT (one class of service: resctrl is not mounted), where the scheduler's own words
+// ("max_clos = 1: need the default class…") would not say what to do; nil otherwise.
+func withoutResctrl(name, platform string, m *machine.Profile, root string, err error) error {
+	if platform == "sim" || m == nil || m.CAT.NumCLOSIDs > 1 {
+		return nil
+	}
+	root = resctrl.ResolveRoot(root)
+	return fmt.Errorf("scheduler %s partitions the LLC, but resctrl is not mounted at %s: mount it (mount -t resctrl resctrl %s), "+
+		"or use the emulator (colo resctrl emulate --mount DIR, then --resctrl-root DIR), or --platform sim (the scheduler said: %v)",
+		name, root, root, err)
+}
+
 // TableLegend follows the summary table of `colo run`: what each metric is, its unit and
 // which direction is better (a newcomer's first output explains itself).
 const TableLegend = `IPCE: IPC efficiency, the share of cycles not stalled (1 − stalled/cycles; %, higher is better), per job over its life, mean over the priority, batch or all jobs.
@@ -119,7 +134,11 @@ func prepareRun(bm *Benchmark, name string, opt RunOptions) (*schedRun, error) {
 	env.CPUQuotaUnavailable = platform.CPUQuotaUnavailable(pf)
 	s, err := sched.New(name, env)
 	if err != nil {
+		m := pf.Machine()
 		pf.Close()
+		if e := withoutResctrl(name, bm.Platform, m, bm.ResctrlRoot, err); e != nil {
+			return nil, e
+		}
 		// options the scheduler rejects are bad input in the benchmark file
 		return nil, &Error{File: bm.File, Line: ctlsched.LineOf(err), Msg: fmt.Sprintf("scheduler %s: %v", name, err)}
 	}
