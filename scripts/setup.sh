@@ -3,7 +3,7 @@
 # starts dockerd when none answers. Idempotent: safe to run again.
 set -euo pipefail
 need=()
-for pkg in docker.io fuse3 chromium influxdb stress-ng prometheus gcc libc6-dev; do  # gcc: go test -race (cgo)
+for pkg in docker.io fuse3 chromium influxdb stress-ng prometheus gcc libc6-dev intel-cmt-cat; do  # gcc: go test -race (cgo); intel-cmt-cat: pqos
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

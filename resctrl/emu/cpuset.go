@@ -112,9 +112,11 @@ func formatList(s cpuset) string {
 }
 
 // parseMask parses a hex CPU mask (bitmap_parse): comma-separated chunks of at most 8
-// hex digits, most significant first. Bits at or above n are an error.
+// hex digits, most significant first. Bits at or above n are an error. Trailing commas and
+// spaces are skipped as the kernel's bitmap_find_region_reverse does (lib/bitmap-str.c):
+// pqos writes "01," to a group's cpus file.
 func parseMask(str string, n int) (cpuset, bool) {
-	str = strings.TrimSuffix(str, "\n")
+	str = strings.TrimRight(strings.TrimSuffix(str, "\n"), ", ")
 	s := newCPUSet(n)
 	if str == "" {
 		return s, true
