@@ -77,6 +77,12 @@ type Scheduler interface {
 	Schedule(tick int, arriving []ChurnPod, finished []string) (map[string]Binding, error)
 }
 
+// Observer is a Scheduler that looks at the twin after every tick (e.g. to serve its
+// measured utilisation to a load-aware scheduler).
+type Observer interface {
+	Observe(c *twin.Cluster)
+}
+
 // Outcome is what the twin measured for one arm (slowdowns are measured lifetimes over
 // solo work, twin.Running.Slowdown; percentiles nearest-rank over finished pods).
 type Outcome struct {
@@ -184,6 +190,9 @@ func RunChurn(tr ChurnTrace, s Scheduler, lib *placement.Library) (Outcome, erro
 			usedTicks++
 		}
 		done := c.Step()
+		if ob, ok := s.(Observer); ok {
+			ob.Observe(c)
+		}
 		last = last[:0]
 		for _, r := range done {
 			last = append(last, r.Name)

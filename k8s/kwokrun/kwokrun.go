@@ -51,9 +51,12 @@ profiles:
 
 // ColoConfig is colo's scheduler configuration: the default profile unchanged plus the
 // profile colo-scheduler, where ColoInterference filters and is the only scorer.
-func ColoConfig(seed uint64, maxAgeSeconds int) string {
+// profiles is the plugin's library ("" embedded SPEC CPU2017, "twin" the twin's).
+func ColoConfig(seed uint64, maxAgeSeconds int, profiles string) string {
 	return DefaultConfig + fmt.Sprintf(`- schedulerName: colo-scheduler
   plugins:
+    preFilter:
+      enabled: [{name: ColoInterference}]
     filter:
       enabled: [{name: ColoInterference}]
     preScore:
@@ -61,10 +64,15 @@ func ColoConfig(seed uint64, maxAgeSeconds int) string {
     score:
       disabled: [{name: "*"}]
       enabled: [{name: ColoInterference, weight: 1}]
+    reserve:
+      enabled: [{name: ColoInterference}]
+    bind:
+      disabled: [{name: DefaultBinder}]
+      enabled: [{name: ColoInterference}, {name: DefaultBinder}]
   pluginConfig:
   - name: ColoInterference
-    args: {seed: %d, maxAgeSeconds: %d, markUnprofiled: true}
-`, seed, maxAgeSeconds)
+    args: {seed: %d, maxAgeSeconds: %d, markUnprofiled: true, profiles: %q}
+`, seed, maxAgeSeconds, profiles)
 }
 
 // Result is one arm's outcome.

@@ -40,6 +40,9 @@ const (
 	// NeedsProfileAnnotation marks a pod the scheduler saw without a known profile, so
 	// that the node agent profiles it after it starts.
 	NeedsProfileAnnotation = "colo.io/needs-profile"
+	// SocketAnnotation is the socket colo's scheduler chose for the pod (set through the
+	// binding); the node agent pins the pod's containers there (cpuset, resctrl domain).
+	SocketAnnotation = "colo.io/socket"
 )
 
 // ErrUnknownVersion is returned (wrapped) for a document whose formatVersion this

@@ -9,7 +9,6 @@
 package placement
 
 import (
-	"hash/fnv"
 	"math"
 	"sort"
 	"strconv"
@@ -125,11 +124,17 @@ const NeutralScore = MaxScore / 2
 // Tiebreak is the deterministic order among nodes of equal cost: FNV-1a of the seed and
 // the node name.
 func Tiebreak(seed uint64, node string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(strconv.FormatUint(seed, 10)))
-	h.Write([]byte{0})
-	h.Write([]byte(node))
-	return h.Sum64()
+	const offset, prime = 14695981039346656037, 1099511628211 // FNV-1a, 64 bits
+	var buf [20]byte
+	h := uint64(offset)
+	for _, b := range strconv.AppendUint(buf[:0], seed, 10) {
+		h = (h ^ uint64(b)) * prime
+	}
+	h *= prime // the separator byte 0
+	for i := 0; i < len(node); i++ {
+		h = (h ^ uint64(node[i])) * prime
+	}
+	return h
 }
 
 // NodeScores maps node costs (lower is better) to scores in [0, MaxScore]. known[i] false
@@ -167,13 +172,17 @@ func NodeScores(names []string, costs []float64, known []bool, seed uint64) []in
 		case hi == lo:
 			out[i] = MaxScore - 1
 		default:
-			out[i] = int64(math.Floor((MaxScore - 1) * (hi - costs[i]) / (hi - lo)))
+			out[i] = ScoreBetween(hi-costs[i], hi-lo)
 		}
 	}
 	return out
 }
 
-// Less orders two node names by Tiebreak (then by name): the order among nodes of equal cost.
+// ScoreBetween is ⌊(MaxScore − 1) · d / span⌋: a node d below the worst cost of a spread
+// span (NodeScores).
+func ScoreBetween(d, span float64) int64 { return int64(math.Floor((MaxScore - 1) * d / span)) }
+
+// Less orders two node names by Tiebreak (then by name).
 func Less(seed uint64, a, b string) bool {
 	ha, hb := Tiebreak(seed, a), Tiebreak(seed, b)
 	if ha != hb {

@@ -2,7 +2,9 @@ package placement
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -241,5 +243,25 @@ func TestNodeModelMatchesEvaluate(t *testing.T) {
 	p := lib.Tenant("p", "batch", 0, names[0])
 	if a := testing.AllocsPerRun(100, func() { m.Best(p, 1000) }); a != 0 {
 		t.Errorf("Best allocates %v times", a)
+	}
+}
+
+// Tiebreak is FNV-1a of the seed's decimal digits, a zero byte and the node name, without
+// allocating.
+func TestTiebreakIsFNV(t *testing.T) {
+	for _, c := range []struct {
+		seed uint64
+		node string
+	}{{0, ""}, {42, "kwok-node-0001"}, {1<<64 - 1, "n"}} {
+		h := fnv.New64a()
+		h.Write([]byte(strconv.FormatUint(c.seed, 10)))
+		h.Write([]byte{0})
+		h.Write([]byte(c.node))
+		if got := Tiebreak(c.seed, c.node); got != h.Sum64() {
+			t.Errorf("Tiebreak(%d, %q) = %x, want %x", c.seed, c.node, got, h.Sum64())
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { Tiebreak(42, "kwok-node-0001") }); a != 0 {
+		t.Errorf("%v allocations", a)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/yaml"
@@ -28,6 +31,7 @@ import (
 	"colo/k8s/placement"
 	"colo/k8s/profilecrd"
 	"colo/k8s/scoring"
+	"colo/k8s/twin"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -35,7 +39,8 @@ const Name = "ColoInterference"
 
 // Args are the plugin's arguments (pluginConfig[].args).
 type Args struct {
-	// Profiles is a `colo predict` data directory; "" is the embedded SPEC CPU2017 set.
+	// Profiles is a `colo predict` data directory; "" is the embedded SPEC CPU2017 set,
+	// "twin" the twin's apps profiled on the twin (k8s/twin, the kwok experiment).
 	Profiles string `json:"profiles,omitempty"`
 	// MaxAgeSeconds: node state older than this scores neutrally (0: never stale).
 	MaxAgeSeconds int `json:"maxAgeSeconds,omitempty"`
@@ -65,15 +70,21 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 	return a, nil
 }
 
-// Plugin implements Filter, PreScore and Score.
+// Plugin implements PreFilter, Filter, PreScore, Score (with NormalizeScore), Reserve and
+// Bind.
 type Plugin struct {
-	s *scoring.Scorer
+	s    *scoring.Scorer
+	seed uint64
+	cs   kubernetes.Interface
 }
 
 var (
-	_ fwk.FilterPlugin   = (*Plugin)(nil)
-	_ fwk.PreScorePlugin = (*Plugin)(nil)
-	_ fwk.ScorePlugin    = (*Plugin)(nil)
+	_ fwk.PreFilterPlugin = (*Plugin)(nil)
+	_ fwk.FilterPlugin    = (*Plugin)(nil)
+	_ fwk.PreScorePlugin  = (*Plugin)(nil)
+	_ fwk.ScorePlugin     = (*Plugin)(nil)
+	_ fwk.ReservePlugin   = (*Plugin)(nil)
+	_ fwk.BindPlugin      = (*Plugin)(nil)
 )
 
 // New is the plugin factory (k8s.io/kubernetes/pkg/scheduler/framework/runtime.PluginFactory).
@@ -82,7 +93,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	lib, err := placement.LoadLibrary(args.Profiles)
+	var lib *placement.Library
+	if args.Profiles == twin.LibrarySource {
+		lib, err = twin.Library() // the twin's apps, profiled on the twin (the experiment)
+	} else {
+		lib, err = placement.LoadLibrary(args.Profiles)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
@@ -126,72 +142,185 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		}
 	}
 	logf("colo: %s ready: %d profiles from %s, maxAge %s, seed %d", Name, len(lib.Profiles), lib.Source, cfg.MaxAge, args.Seed)
-	return &Plugin{s: s}, nil
+	return &Plugin{s: s, seed: args.Seed, cs: h.ClientSet()}, nil
 }
 
-// NewWithScorer builds the plugin around an existing scorer (tests, benchmarks).
-func NewWithScorer(s *scoring.Scorer) *Plugin { return &Plugin{s: s} }
+// NewWithScorer builds the plugin around an existing scorer (tests, benchmarks; without a
+// client it binds nothing itself).
+func NewWithScorer(s *scoring.Scorer, seed uint64) *Plugin { return &Plugin{s: s, seed: seed} }
 
 // Name implements fwk.Plugin.
 func (p *Plugin) Name() string { return Name }
 
 func view(ni fwk.NodeInfo) scoring.NodeView {
 	pods := ni.GetPods()
-	v := scoring.NodeView{Name: ni.Node().Name, Pods: make([]*corev1.Pod, len(pods))}
+	v := scoring.NodeView{Name: ni.Node().Name, Pods: make([]*corev1.Pod, len(pods)), AllocMilli: ni.GetAllocatable().GetMilliCPU()}
 	for i, pi := range pods {
 		v.Pods[i] = pi.GetPod()
 	}
 	return v
 }
 
-// Filter implements fwk.FilterPlugin.
-func (p *Plugin) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+const stateKey fwk.StateKey = Name + "/pod"
+
+// podState is what PreFilter computes once per pod and scheduling cycle.
+type podState struct {
+	t     placement.Tenant
+	milli int64
+	now   time.Time
+}
+
+func (s *podState) Clone() fwk.StateData { return s }
+
+// best is the pod's best socket on the node (scoring.Model.Best), computed once per
+// cycle and node: Filter's result is kept in the node's memo for Score. m is nil for a
+// node without usable state (neutral).
+func (p *Plugin) best(ps *podState, ni fwk.NodeInfo) (m *scoring.Model, socket int, cost float64, ok bool) {
+	m, memo, mu := p.s.CachedModel(ni.Node().Name, ni.GetGeneration(), ps.now, func() scoring.NodeView { return view(ni) })
+	if m == nil {
+		return nil, -1, 0, false
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if memo.Key != ps {
+		memo.Socket, memo.Cost, memo.OK = m.Best(ps.t, ps.milli)
+		memo.Key = ps
+	}
+	return m, memo.Socket, memo.Cost, memo.OK
+}
+
+func read(state fwk.CycleState) (*podState, *fwk.Status) {
+	d, err := state.Read(stateKey)
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("%s: no PreFilter state: %w", Name, err))
+	}
+	return d.(*podState), nil
+}
+
+// PreFilter implements fwk.PreFilterPlugin: the pod's tenant, once per cycle; a pod
+// without a known profile skips the plugin's Filter and Score.
+func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	t := p.s.PodTenant(pod)
+	if !t.Known {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(stateKey, &podState{t: t, milli: scoring.PodMilliCPU(pod), now: time.Now()})
+	return nil, nil
+}
+
+// PreFilterExtensions implements fwk.PreFilterPlugin.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter implements fwk.FilterPlugin (scoring.Check on the node's cached model).
+func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	if ni.Node() == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	if why := p.s.Filter(pod, view(ni)); why != "" {
-		return fwk.NewStatus(fwk.Unschedulable, why)
+	ps, st := read(state)
+	if st != nil {
+		return st
 	}
-	return nil
+	m, _, _, ok := p.best(ps, ni)
+	if m == nil || ok && !(ps.t.Class == "priority" && m.CLOSIDsKnown && m.CLOSIDsLeft == 0) {
+		return nil
+	}
+	return fwk.NewStatus(fwk.Unschedulable, scoring.Check(m, ps.t, ps.milli, ni.Node().Name))
 }
 
-const stateKey fwk.StateKey = Name + "/scores"
-
-type scores map[string]int64
-
-func (s scores) Clone() fwk.StateData { return s }
-
-// PreScore implements fwk.PreScorePlugin: it scores all candidate nodes at once (the
-// mapping to [0, 100] needs every node's cost).
-func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	views := make([]scoring.NodeView, len(nodes))
-	for i, ni := range nodes {
-		views[i] = view(ni)
-	}
-	sc, known := p.s.Scores(pod, views)
-	if !known {
+// PreScore implements fwk.PreScorePlugin: skip pods without a known profile.
+func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if _, err := state.Read(stateKey); err != nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	m := make(scores, len(nodes))
-	for i, v := range views {
-		m[v.Name] = sc[i]
-	}
-	state.Write(stateKey, m)
 	return nil
 }
 
-// Score implements fwk.ScorePlugin.
+// unknownScore marks a node without usable state until NormalizeScore.
+const unknownScore = math.MinInt64
+
+// costScale turns a cost into Score's integer: −cost·costScale (higher is better).
+const costScale = 1e9
+
+// Score implements fwk.ScorePlugin: the cost of the pod on the node's best socket, as
+// −cost·10⁹ (NormalizeScore maps it to [0, 100]).
 func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
-	d, err := state.Read(stateKey)
-	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("%s: no PreScore state: %w", Name, err))
+	ps, st := read(state)
+	if st != nil {
+		return 0, st
 	}
-	s, ok := d.(scores)[ni.Node().Name]
-	if !ok {
-		return placement.NeutralScore, nil
+	m, _, cost, ok := p.best(ps, ni)
+	if m == nil || !ok {
+		return unknownScore, nil
 	}
-	return s, nil
+	return -int64(math.Round(cost * costScale)), nil
 }
 
-// ScoreExtensions implements fwk.ScorePlugin (scores are final after PreScore).
-func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+// ScoreExtensions implements fwk.ScorePlugin.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return p }
+
+// NormalizeScore implements fwk.ScoreExtensions: placement.NodeScores of the costs, in
+// place.
+func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	best, lo, hi := -1, int64(math.MaxInt64), int64(math.MinInt64)
+	for i, s := range scores {
+		if s.Score == unknownScore {
+			continue
+		}
+		lo, hi = min(lo, s.Score), max(hi, s.Score)
+		if best < 0 || s.Score > scores[best].Score || s.Score == scores[best].Score && placement.Less(p.seed, s.Name, scores[best].Name) {
+			best = i
+		}
+	}
+	for i := range scores {
+		sc := &scores[i].Score
+		switch {
+		case *sc == unknownScore:
+			*sc = placement.NeutralScore
+		case i == best:
+			*sc = placement.MaxScore
+		case hi == lo:
+			*sc = placement.MaxScore - 1
+		default:
+			*sc = placement.ScoreBetween(float64(*sc-lo), float64(hi-lo))
+		}
+	}
+	return nil
+}
+
+// Reserve implements fwk.ReservePlugin: remember the socket chosen on the node.
+func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	ps, st := read(state)
+	if st != nil {
+		return nil // unprofiled pod: no socket
+	}
+	if m := p.s.LastModel(nodeName); m != nil {
+		if sock, _, ok := m.Best(ps.t, ps.milli); ok {
+			p.s.Reserve(pod.UID, sock)
+		}
+	}
+	return nil
+}
+
+// Unreserve implements fwk.ReservePlugin.
+func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	p.s.Unreserve(pod.UID)
+}
+
+// Bind implements fwk.BindPlugin: a pod with a reserved socket is bound with the
+// annotation colo.io/socket on the Binding (the API server copies a binding's annotations
+// to the pod); others are left to the next binder (Skip).
+func (p *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	sock, ok := p.s.Reserved(pod.UID)
+	if !ok || p.cs == nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	b := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Annotations: map[string]string{nodestate.SocketAnnotation: strconv.Itoa(sock)}},
+		Target: corev1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	if err := p.cs.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+		return fwk.AsStatus(err)
+	}
+	return nil
+}

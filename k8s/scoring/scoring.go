@@ -7,10 +7,13 @@ package scoring
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"colo/k8s/nodestate"
 	"colo/k8s/placement"
@@ -37,6 +40,9 @@ type Scorer struct {
 	lib    *placement.Library
 	States *Cache
 	once   sync.Map // log-once and mark-once keys
+	// reserved: pod UID → socket chosen, until the pod's annotation is seen
+	reserved sync.Map
+	models   sync.Map // node name → *cached
 }
 
 // New returns a Scorer over lib with an empty state cache.
@@ -56,10 +62,12 @@ func (s *Scorer) logOnce(key, format string, args ...any) {
 	}
 }
 
-// NodeView is a node and the pods the scheduler knows on it (bound or assumed).
+// NodeView is a node, the pods the scheduler knows on it (bound or assumed) and its
+// allocatable CPU (0: unknown, sockets unbounded).
 type NodeView struct {
-	Name string
-	Pods []*corev1.Pod
+	Name       string
+	Pods       []*corev1.Pod
+	AllocMilli int64
 }
 
 // PodTenant returns the pod as a tenant. A pod with an invalid colo.io annotation is an
@@ -91,63 +99,126 @@ func (s *Scorer) PodTenant(pod *corev1.Pod) placement.Tenant {
 	return t
 }
 
-// NodeTenants returns the node's tenants, or ok false (neutral) when the node has no
-// usable state: none published, stale, unreadable or of an unknown version (each logged
-// once per node and reason).
-func (s *Scorer) NodeTenants(n NodeView) (ts []placement.Tenant, ok bool) {
+// NodeTenants returns the node's tenants and their sockets (-1: unknown), or ok false
+// (neutral) when the node has no usable state: none published, stale, unreadable or of
+// an unknown version (each logged once per node and reason). A pod's socket is its
+// colo.io/socket annotation, or the one Reserve chose while the binding is in flight.
+func (s *Scorer) NodeTenants(n NodeView) (ts []placement.Tenant, socks []int, milli []int64, st nodestate.State, ok bool) {
 	st, from, err := s.States.Get(n.Name)
 	switch {
 	case err != nil:
 		s.logOnce("err:"+n.Name+err.Error(), "colo: node %s: %s: %v: neutral score", n.Name, from, err)
-		return nil, false
+		return nil, nil, nil, st, false
 	case from == "":
 		s.logOnce("missing:"+n.Name, "colo: node %s: no NodeInterference object and no %s annotation: neutral score", n.Name, nodestate.Annotation)
-		return nil, false
+		return nil, nil, nil, st, false
 	case !st.Fresh(s.cfg.Now(), s.cfg.MaxAge):
 		s.logOnce(fmt.Sprintf("stale:%s:%d", n.Name, st.Updated.UnixNano()), "colo: node %s: %s updated %s, older than %s: neutral score", n.Name, from, st.Updated.Format(time.RFC3339), s.cfg.MaxAge)
-		return nil, false
+		return nil, nil, nil, st, false
 	}
 	seen := map[string]bool{}
 	for _, p := range n.Pods {
 		seen[string(p.UID)] = true
-		ts = append(ts, s.PodTenant(p))
+		ts, socks, milli = append(ts, s.PodTenant(p)), append(socks, s.podSocket(p)), append(milli, PodMilliCPU(p))
 	}
 	for _, r := range st.Residents {
 		if r.UID != "" && seen[r.UID] {
 			continue // the scheduler's view of its own pods wins
 		}
-		ts = append(ts, placement.FromResident(st, r))
+		ts, socks, milli = append(ts, placement.FromResident(st, r)), append(socks, r.Socket), append(milli, 0)
 	}
-	return ts, true
+	return ts, socks, milli, st, true
 }
 
-// Filter returns why the pod must not go to the node ("" if it may): it would push a
-// priority tenant below its target, or it is a priority pod and the node has no CLOSID
-// left to isolate it. Unknown pods and nodes pass.
+// podSocket is the pod's socket: its annotation, else the one reserved for it (-1: none).
+func (s *Scorer) podSocket(p *corev1.Pod) int {
+	if v, ok := p.Annotations[nodestate.SocketAnnotation]; ok {
+		s.reserved.Delete(p.UID)
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			return n
+		}
+		return -1
+	}
+	if v, ok := s.reserved.Load(p.UID); ok {
+		return v.(int)
+	}
+	return -1
+}
+
+// Reserve records the socket chosen for a pod until its annotation arrives; Unreserve
+// forgets it.
+func (s *Scorer) Reserve(uid types.UID, socket int) { s.reserved.Store(uid, socket) }
+
+// Unreserve forgets a reserved socket.
+func (s *Scorer) Unreserve(uid types.UID) { s.reserved.Delete(uid) }
+
+// PodMilliCPU is the pod's CPU request: the sum of its containers' requests.
+func PodMilliCPU(p *corev1.Pod) int64 {
+	var m int64
+	for _, c := range p.Spec.Containers {
+		m += c.Resources.Requests.Cpu().MilliValue()
+	}
+	return m
+}
+
+// Model is a node's usable state as a placement.NodeModel (its published sockets, each
+// with the node's allocatable CPU shared equally), its CLOSIDs left (known false: not
+// published), or nil (neutral).
+type Model struct {
+	*placement.NodeModel
+	CLOSIDsLeft  int
+	CLOSIDsKnown bool
+}
+
+// BuildModel builds the node's model from a view (nil: neutral).
+func (s *Scorer) BuildModel(n NodeView) *Model {
+	ts, socks, milli, st, ok := s.NodeTenants(n)
+	if !ok {
+		return nil
+	}
+	ns := max(1, len(st.Sockets))
+	per := int64(math.MaxInt64 / 4)
+	if n.AllocMilli > 0 {
+		per = n.AllocMilli / int64(ns)
+	}
+	m := &Model{NodeModel: placement.NewNodeModel(ns, per, ts, socks, milli)}
+	m.CLOSIDsLeft, m.CLOSIDsKnown = st.CLOSIDsLeft()
+	return m
+}
+
+// Check returns why the pod p (its tenant, milli CPU) must not go to the node of model m
+// ("" if it may): it would push a priority tenant below its target on every socket with
+// room, or it is a priority pod and the node has no CLOSID left to isolate it. Neutral
+// nodes (nil) and unknown pods pass. No allocation when the pod may go.
+func Check(m *Model, p placement.Tenant, milli int64, node string) string {
+	if m == nil || !p.Known {
+		return ""
+	}
+	if p.Class == "priority" && m.CLOSIDsKnown && m.CLOSIDsLeft == 0 {
+		return fmt.Sprintf("node %s has no CLOSID left to isolate priority pod %s", node, p.Name)
+	}
+	if _, _, ok := m.Best(p, milli); ok {
+		return ""
+	}
+	return m.Why(p, milli)
+}
+
+// Filter returns why the pod must not go to the node ("" if it may), see Check.
 func (s *Scorer) Filter(pod *corev1.Pod, n NodeView) string {
 	p := s.PodTenant(pod)
 	if !p.Known {
 		return ""
 	}
-	ts, ok := s.NodeTenants(n)
-	if !ok {
-		return ""
-	}
-	if p.Class == "priority" {
-		if st, _, err := s.States.Get(n.Name); err == nil {
-			if left, known := st.CLOSIDsLeft(); known && left == 0 {
-				return fmt.Sprintf("node %s has no CLOSID left to isolate priority pod %s", n.Name, p.Name)
-			}
-		}
-	}
-	return placement.Evaluate(ts, p).Violation
+	return Check(s.BuildModel(n), p, PodMilliCPU(pod), n.Name)
 }
 
 // Scores returns each node's score in [0, placement.MaxScore] (placement.NodeScores of the
-// costs placement.Evaluate predicts), and whether the pod has a known profile (if not,
-// every node scores placement.NeutralScore).
+// cost of the pod on the node's best socket), and whether the pod has a known profile (if
+// not, every node scores placement.NeutralScore). Nodes without usable state, or where no
+// socket takes the pod, score neutrally.
 func (s *Scorer) Scores(pod *corev1.Pod, nodes []NodeView) ([]int64, bool) {
 	p := s.PodTenant(pod)
+	milli := PodMilliCPU(pod)
 	names := make([]string, len(nodes))
 	costs := make([]float64, len(nodes))
 	known := make([]bool, len(nodes))
@@ -156,8 +227,8 @@ func (s *Scorer) Scores(pod *corev1.Pod, nodes []NodeView) ([]int64, bool) {
 		if !p.Known {
 			continue
 		}
-		if ts, ok := s.NodeTenants(n); ok {
-			costs[i], known[i] = placement.Evaluate(ts, p).Cost, true
+		if m := s.BuildModel(n); m != nil {
+			_, costs[i], known[i] = m.Best(p, milli)
 		}
 	}
 	return placement.NodeScores(names, costs, known, s.cfg.Seed), p.Known

@@ -57,10 +57,11 @@ func TestScoresFollowPredictionAndNeutralCases(t *testing.T) {
 	// The best-scored node is the one placement.Evaluate predicts cheapest.
 	best, bestCost := -1, 0.0
 	for i, v := range views {
-		ts, ok := s.NodeTenants(v)
+		ts, _, _, _, ok := s.NodeTenants(v)
 		if !ok {
 			t.Fatalf("%s has no state", v.Name)
 		}
+		// one published socket: the node is one domain, Evaluate on all its tenants
 		if c := placement.Evaluate(ts, s.PodTenant(p)).Cost; best < 0 || c < bestCost {
 			best, bestCost = i, c
 		}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -328,4 +329,38 @@ func (c *Cluster) Stop() {
 		return
 	}
 	os.RemoveAll(c.Dir)
+}
+
+// Usage returns a running component's peak resident memory (VmHWM, bytes) and its CPU
+// time so far (user + system), from /proc.
+func (c *Cluster) Usage(name string) (peakRSS int64, cpu time.Duration, err error) {
+	for i := len(c.names) - 1; i >= 0; i-- {
+		if c.names[i] != name || c.stopped[i] || c.procs[i].Process == nil {
+			continue
+		}
+		pid := c.procs[i].Process.Pid
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, l := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				peakRSS = kb << 10
+			}
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return peakRSS, 0, err
+		}
+		// fields after the command's closing parenthesis: state is field 3, utime 14, stime 15
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 12 {
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			stt, _ := strconv.ParseInt(f[12], 10, 64)
+			cpu = time.Duration(ut+stt) * time.Second / 100 // USER_HZ
+		}
+		return peakRSS, cpu, nil
+	}
+	return 0, 0, fmt.Errorf("no running component %s", name)
 }

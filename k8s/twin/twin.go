@@ -292,7 +292,8 @@ func (c *Cluster) Pods(nodeName string) []*Running {
 }
 
 // Utilisation is a node's measured CPU utilisation over the last tick, in [0, 1]: busy
-// pod cores / all cores of the node (what a metrics agent would report).
+// pod cores / the node's pod cores (its allocatable CPU, what a metrics agent reports
+// against the node's capacity).
 func (c *Cluster) Utilisation(nodeName string) float64 {
 	if nd := c.byName[nodeName]; nd != nil {
 		return nd.busy
@@ -316,7 +317,7 @@ func (c *Cluster) Step() []*Running {
 				busy++
 			}
 		}
-		nd.busy = float64(busy) / float64(c.prof.Cores())
+		nd.busy = float64(busy) / float64(len(nd.core))
 		if busy == 0 {
 			continue
 		}
