@@ -3,7 +3,8 @@
 # $HOME/.cache/colo-k8s/<version>/bin:
 #   kube-apiserver, kube-scheduler (stock, for the 'default' comparison), kubelet and
 #   kube-controller-manager (the real-node tier), etcd (3.6, from a three-line main
-#   calling etcdmain.Main), kwok.
+#   calling etcdmain.Main), kwok, trimaran-scheduler (scheduler-plugins' own binary, for
+#   the experiment's Trimaran arms; optional).
 # Only what is missing is built: the cache is keyed by the versions below alone, so a
 # change in colo (its code or its go.mod) never rebuilds these binaries (none of them
 # contains colo code; colo's own scheduler, colo-kube-scheduler, is built from k8s/ by
@@ -111,6 +112,36 @@ if [[ ! -x "$BIN/kwok" ]]; then
   t0=$(date +%s)
   GOBIN="$BIN" go install -ldflags='-s -w' "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
   log "built kwok in $(( $(date +%s) - t0 ))s"
+fi
+
+# Trimaran (TargetLoadPacking, LoadVariationRiskBalancing): scheduler-plugins' own
+# scheduler binary. Its v0.34.7 does not compile against Kubernetes 1.36 (it uses
+# k8s.io/kubernetes/pkg/scheduler/framework.Handle, moved to k8s.io/kube-scheduler), so it
+# is built at the Kubernetes 1.34.7 its go.mod pins, in a wrapper module with its replace
+# block; k8s.io/csi-translation-lib v0.34.7 is not served by the module proxy, so that one
+# module is taken at the nearest served version, $STAGING_VERSION. A failure here only
+# skips the Trimaran arms of the experiment.
+TRIMARAN_VERSION=${TRIMARAN_VERSION:-0.34.7}
+if [[ ! -x "$BIN/trimaran-scheduler" ]]; then
+  mkdir -p "$ROOT/src/trimaran"
+  cd "$ROOT/src/trimaran"
+  log "building trimaran-scheduler (sigs.k8s.io/scheduler-plugins v$TRIMARAN_VERSION)"
+  t0=$(date +%s)
+  if mod=$(go mod download -json "sigs.k8s.io/scheduler-plugins@v$TRIMARAN_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p') && [[ -f "$mod" ]]; then
+    { echo "module colo.local/trimaranbuild"; echo; grep '^go ' "$mod"; echo
+      echo "require sigs.k8s.io/scheduler-plugins v$TRIMARAN_VERSION"; echo
+      sed -n '/^replace (/,/^)/p' "$mod" | sed "s#^\(\s*k8s.io/csi-translation-lib => k8s.io/csi-translation-lib\) v.*#\1 $STAGING_VERSION#"
+    } > go.mod
+    echo 'package main' > doc.go
+    if GOFLAGS=-mod=mod go build -ldflags='-s -w' -o "$BIN/trimaran-scheduler.tmp" sigs.k8s.io/scheduler-plugins/cmd/scheduler; then
+      mv "$BIN/trimaran-scheduler.tmp" "$BIN/trimaran-scheduler"
+      log "built trimaran-scheduler in $(( $(date +%s) - t0 ))s"
+    else
+      log "trimaran-scheduler did not build: the experiment skips the Trimaran arms"
+    fi
+  else
+    log "cannot download sigs.k8s.io/scheduler-plugins@v$TRIMARAN_VERSION: the experiment skips the Trimaran arms"
+  fi
 fi
 
 # kwok needs stages; the fast node and pod stages ship in its module.

@@ -63,3 +63,23 @@ func TestChurnDeterministic(t *testing.T) {
 		t.Fatalf("%+v", a)
 	}
 }
+
+// The twin experiment at scale: 1 000 twin nodes and 10 000 pods with churn, placed by
+// colo's simulated scheduler (every pod: every node's best socket), every node stepped
+// every tick. Reports the twin's P90 slowdown and the priority-met share beside the time.
+func BenchmarkRun1000Nodes10000Pods(b *testing.B) {
+	lib, err := twin.Library()
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := GenerateChurn(42, 1000, 10000, lib.Names())
+	var o Outcome
+	for b.Loop() {
+		if o, err = RunChurn(tr, NewColoSim(tr, lib), lib); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(o.TwinP90Slowdown, "twin-p90")
+	b.ReportMetric(o.TwinPriorityMetShare, "priority-met")
+	b.ReportMetric(float64(o.Ticks), "ticks")
+}
