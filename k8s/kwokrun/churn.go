@@ -152,8 +152,10 @@ func (d *driver) Schedule(_ int, arriving []experiment.ChurnPod, finished []stri
 		}
 		d.mu.Lock()
 		d.pending[p.Name] = true
+		var s podSeen
 		for {
-			s, ok := d.state[p.Name]
+			var ok bool
+			s, ok = d.state[p.Name]
 			if ok && (s.node != "" || s.unschedulable) {
 				break
 			}
@@ -164,7 +166,7 @@ func (d *driver) Schedule(_ int, arriving []experiment.ChurnPod, finished []stri
 			d.cond.Wait()
 		}
 		d.mu.Unlock()
-		if d.state[p.Name].node != "" {
+		if s.node != "" {
 			d.latency += time.Since(start)
 			d.bound++
 		}

@@ -114,6 +114,27 @@ func (m *NodeModel) Best(p Tenant, milli int64) (socket int, cost float64, ok bo
 	return socket, cost, socket >= 0
 }
 
+// Cheapest returns the least cost of placing p on any socket, with room or not, targets
+// or not (how bad the node is, for a caller that scores nodes the filter refused).
+func (m *NodeModel) Cheapest(p Tenant, milli int64) float64 {
+	best, found := 0.0, false
+	for pass := range 2 {
+		for i := range m.Sockets {
+			s := &m.Sockets[i]
+			if pass == 0 && s.FreeMilli < milli {
+				continue
+			}
+			if e, _ := s.eval(p, false); !found || e.Cost < best {
+				best, found = e.Cost, true
+			}
+		}
+		if found {
+			break
+		}
+	}
+	return best
+}
+
 // Why explains why no socket of the node takes p (Best returned ok false).
 func (m *NodeModel) Why(p Tenant, milli int64) string {
 	for i := range m.Sockets {

@@ -214,8 +214,8 @@ func (s *Scorer) Filter(pod *corev1.Pod, n NodeView) string {
 
 // Scores returns each node's score in [0, placement.MaxScore] (placement.NodeScores of the
 // cost of the pod on the node's best socket), and whether the pod has a known profile (if
-// not, every node scores placement.NeutralScore). Nodes without usable state, or where no
-// socket takes the pod, score neutrally.
+// not, every node scores placement.NeutralScore). Nodes without usable state score
+// neutrally; a node where no socket takes the pod is scored by its cheapest socket.
 func (s *Scorer) Scores(pod *corev1.Pod, nodes []NodeView) ([]int64, bool) {
 	p := s.PodTenant(pod)
 	milli := PodMilliCPU(pod)
@@ -228,7 +228,11 @@ func (s *Scorer) Scores(pod *corev1.Pod, nodes []NodeView) ([]int64, bool) {
 			continue
 		}
 		if m := s.BuildModel(n); m != nil {
-			_, costs[i], known[i] = m.Best(p, milli)
+			var ok bool
+			if _, costs[i], ok = m.Best(p, milli); !ok {
+				costs[i] = m.Cheapest(p, milli) // refused by Filter: scored by how bad it is
+			}
+			known[i] = true
 		}
 	}
 	return placement.NodeScores(names, costs, known, s.cfg.Seed), p.Known
