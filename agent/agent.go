@@ -13,6 +13,7 @@ import (
 	"colo/agent/core"
 	"colo/agent/discovery"
 	"colo/agent/host"
+	"colo/counter"
 	"colo/machine"
 	"colo/resctrl/alloc"
 	"colo/resctrl/plan"
@@ -282,7 +283,7 @@ func (a *Agent) tick() {
 		}
 		r := a.read(mb, l, (a.ticks+uint64(mb.Job))%a.monEvery == 0, now)
 		if l.haveReading {
-			if s, ok := core.SampleOf(l.reading, r); ok {
+			if s, ok := counter.Between(l.reading, r); ok {
 				if r.MonAt == l.reading.MonAt { // no monitoring read this interval
 					s.MemBandwidthMBps = l.sample.MemBandwidthMBps
 				}
@@ -312,7 +313,7 @@ func (a *Agent) tick() {
 // policy every interval; the cgroup's CPU time (status and metrics only) and the
 // monitoring group's counters are read only when due (or when its group changed), else
 // the last values are carried.
-func (a *Agent) read(mb *core.Member, l *live, due bool, now time.Duration) core.Reading {
+func (a *Agent) read(mb *core.Member, l *live, due bool, now time.Duration) counter.Reading {
 	r := l.reading
 	r.At = now
 	if l.counters != nil && (due || !l.haveReading || l.counters.Mode() != "cputime") {
@@ -321,10 +322,10 @@ func (a *Agent) read(mb *core.Member, l *live, due bool, now time.Duration) core
 			r.At, r.CPUAt = now, now
 		}
 	}
-	r.LLCOccupancy, r.MBMTotal, r.MBMLocal, r.MonAt = l.reading.LLCOccupancy, l.reading.MBMTotal, l.reading.MBMLocal, l.reading.MonAt
+	r.LLCOccupancy, r.MBMTotalBytes, r.MBMLocalBytes, r.MonAt = l.reading.LLCOccupancy, l.reading.MBMTotalBytes, l.reading.MBMLocalBytes, l.reading.MonAt
 	mon := a.al.Placement(l.tenant).Mon
 	if mon == "" { // no group of its own: nothing measured
-		r.LLCOccupancy, r.MBMTotal, r.MBMLocal, r.MonAt = 0, 0, 0, now
+		r.LLCOccupancy, r.MBMTotalBytes, r.MBMLocalBytes, r.MonAt = 0, 0, 0, now
 		l.monOK, l.monGroup = false, ""
 		return r
 	}
@@ -332,7 +333,7 @@ func (a *Agent) read(mb *core.Member, l *live, due bool, now time.Duration) core
 		return r
 	}
 	if occ, tot, loc, err := a.o.Groups.MonData(mon); err == nil {
-		r.LLCOccupancy, r.MBMTotal, r.MBMLocal, r.MonAt = float64(occ), float64(tot), float64(loc), now
+		r.LLCOccupancy, r.MBMTotalBytes, r.MBMLocalBytes, r.MonAt = float64(occ), float64(tot), float64(loc), now
 		l.monOK, l.monGroup = true, mon
 	}
 	return r

@@ -9,6 +9,7 @@ import (
 
 	"colo/agent/core"
 	"colo/agent/host"
+	"colo/counter"
 	"colo/resctrl"
 	"colo/resctrl/alloc"
 	"colo/resctrl/journal"
@@ -31,7 +32,7 @@ type live struct {
 	threads  int
 
 	counters    host.Counters
-	reading     core.Reading
+	reading     counter.Reading
 	haveReading bool
 	sample      sched.Sample
 	cpuCores    float64

@@ -131,7 +131,7 @@ func (a *Agent) rotateCounters(now time.Duration) {
 		}
 		a.mbm.held[mon] = true
 		l := lives[mon]
-		l.reading.MBMTotal, l.reading.MBMLocal, l.reading.MonAt = 0, 0, now
+		l.reading.MBMTotalBytes, l.reading.MBMLocalBytes, l.reading.MonAt = 0, 0, now
 		l.monGroup = "" // read it at the next interval
 	}
 }

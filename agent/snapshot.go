@@ -73,8 +73,8 @@ func (a *Agent) snapshot(took time.Duration) api.Status {
 		}
 		if l.monOK && pl.Mon != "" {
 			cs.LLCOccupancyBytes = ptr(l.reading.LLCOccupancy)
-			cs.MBMTotalBytes = ptr(l.reading.MBMTotal)
-			cs.MBMLocalBytes = ptr(l.reading.MBMLocal)
+			cs.MBMTotalBytes = ptr(l.reading.MBMTotalBytes)
+			cs.MBMLocalBytes = ptr(l.reading.MBMLocalBytes)
 			if l.sample.Interval > 0 {
 				cs.MemBandwidthMBps = ptr(l.sample.MemBandwidthMBps)
 			}

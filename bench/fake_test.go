@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"colo/counter"
 	"colo/machine"
 )
 
@@ -29,7 +30,7 @@ type fakeJob struct {
 	cores   int
 	mask    uint64
 	mba     int
-	c       Counters
+	c       counter.Reading
 }
 
 func newFake(m *machine.Profile) *fakePlatform {
@@ -66,10 +67,10 @@ func (f *fakePlatform) SetAllocation(id, socket int, mask uint64, mba int) error
 	return nil
 }
 func (f *fakePlatform) SetDefaultMask(s int, m uint64) error { f.def[s] = m; return nil }
-func (f *fakePlatform) Read(id int) (Counters, error) {
+func (f *fakePlatform) Read(id int) (counter.Reading, error) {
 	j, ok := f.jobs[id]
 	if !ok {
-		return Counters{}, fmt.Errorf("job %d not running", id)
+		return counter.Reading{}, fmt.Errorf("job %d not running", id)
 	}
 	return j.c, nil
 }

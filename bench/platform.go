@@ -7,12 +7,8 @@ import (
 	"colo/platform"
 )
 
-// Counters and AllocationReading are the platform's (platform.Counters,
-// platform.AllocationReading).
-type (
-	Counters          = platform.Counters
-	AllocationReading = platform.AllocationReading
-)
+// AllocationReading is the platform's (platform.AllocationReading).
+type AllocationReading = platform.AllocationReading
 
 // Platform is what the run loop needs of a platform (package platform): the core
 // (machine, jobs, time) with allocations and counters. Its optional capabilities —

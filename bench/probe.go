@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"colo/cbm"
+	"colo/counter"
 	"colo/metric"
 	"colo/probe"
 	"colo/sched"
@@ -23,7 +24,7 @@ type activeProbe struct {
 	segStart time.Duration
 	segEnd   time.Duration
 	next     time.Duration
-	last     Counters
+	last     counter.Reading
 	lastT    time.Duration
 	samples  []float64
 	ipcSum   float64

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"colo/counter"
 	"colo/machine"
 	"colo/metric"
 	"colo/platform"
@@ -46,7 +47,7 @@ type rjob struct {
 	start    time.Duration
 	stop     time.Duration
 	end      time.Duration // planned end, -1: until max_t
-	last     Counters
+	last     counter.Reading
 	lastT    time.Duration
 	next     time.Duration // next collector sample
 	series   []metric.Sample
@@ -407,14 +408,12 @@ func (r *runner) collect(j *rjob, now time.Duration) {
 		return
 	}
 	now = max(now, r.pf.Now())
-	d := sched.Sample{Interval: now - j.lastT, At: now,
-		Instructions: c.Instructions - j.last.Instructions, Cycles: c.Cycles - j.last.Cycles,
-		StallsTotal: c.StallsTotal - j.last.StallsTotal, StallsL3Miss: c.StallsL3Miss - j.last.StallsL3Miss,
-		LLCReferences: c.LLCReferences - j.last.LLCReferences, LLCMisses: c.LLCMisses - j.last.LLCMisses,
-		L1References: c.L1References - j.last.L1References, LLCOccupancy: c.LLCOccupancy,
-		L2Misses: c.L2Misses - j.last.L2Misses}
+	c.At, c.CPUAt, c.MonAt = now, now, now // read together, at the platform's time
+	d, ok := counter.Between(j.last, c)
+	if !ok {
+		return
+	}
 	memTotal := c.MBMTotalBytes - j.last.MBMTotalBytes
-	d.MemBandwidthMBps = memTotal / 1e6 / d.Interval.Seconds()
 	if sp := j.spec; sp.Rate > 0 && sp.RequestMInstr > 0 {
 		// a simulated server: requests are served at the rate its instructions retire
 		mu := d.Instructions / d.Interval.Seconds() / (sp.RequestMInstr * 1e6)
@@ -576,7 +575,7 @@ func (r *runner) schedule(now time.Duration) bool {
 		now := r.pf.Now()
 		j.cpus, j.socket, j.start, j.state = cpus, p.Socket, now, StateRunning
 		r.setLive(j, true)
-		j.lastT, j.last = now, Counters{}
+		j.lastT, j.last = now, counter.Reading{At: now, CPUAt: now, MonAt: now}
 		j.next = now + max(j.spec.Data.Frequency, time.Millisecond)
 		switch {
 		case j.spec.Length > 0:

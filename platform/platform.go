@@ -19,31 +19,10 @@ package platform
 import (
 	"time"
 
+	"colo/counter"
 	"colo/machine"
 	"colo/sched"
 )
-
-// Counters are a job's cumulative counters since it started (perf-like counters, RDT
-// monitoring, runtime statistics). The collector turns them into interval deltas.
-type Counters struct {
-	Instructions  float64
-	Cycles        float64
-	StallsTotal   float64 // cycle_activity.stalls_total
-	StallsL3Miss  float64 // cycle_activity.stalls_l3_miss
-	LLCReferences float64
-	LLCMisses     float64
-	L1References  float64 // retired loads (dCat's l1_ref)
-	// L2Misses are requests that missed the private L2 (VP's MF); 0 where the platform
-	// has no such counter (sched.Sample.L2Misses).
-	L2Misses float64
-	// LLCOccupancy is resctrl llc_occupancy now (bytes), not cumulative.
-	LLCOccupancy float64
-	// MBMTotalBytes and MBMLocalBytes are cumulative memory traffic (mbm_*_bytes).
-	MBMTotalBytes float64
-	MBMLocalBytes float64
-	// CPUTime is the cumulative CPU time of the job (runtime stats).
-	CPUTime time.Duration
-}
 
 // AllocationReading is a job's allocation as read back from resctrl, independently of
 // what the scheduler decided (seed000.md §1.3: the collector catches failed allocations).
@@ -95,8 +74,8 @@ type AllocationApplier interface {
 
 // CounterSampler is implemented by platforms that read jobs' counters.
 type CounterSampler interface {
-	// Read returns a job's cumulative counters.
-	Read(id int) (Counters, error)
+	// Read returns a job's cumulative counters (the caller stamps the times).
+	Read(id int) (counter.Reading, error)
 }
 
 // CounterReporter is implemented by platforms that know before a run whether their

@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
@@ -354,46 +353,4 @@ func (c *Core) defaults() map[int]uint64 {
 		}
 	}
 	return out
-}
-
-// Reading is one cumulative reading of a container's counters.
-type Reading struct {
-	At            time.Duration
-	CPUTime       time.Duration
-	Instructions  float64
-	Cycles        float64
-	StallsTotal   float64
-	StallsL3Miss  float64
-	LLCReferences float64
-	LLCMisses     float64
-	LLCOccupancy  float64 // bytes, a level
-	MBMTotal      float64 // bytes, cumulative
-	MBMLocal      float64
-	// CPUAt is when CPUTime (and the perf counters) were read.
-	CPUAt time.Duration
-	// MonAt is when the resctrl monitoring values were read (they may be older than At:
-	// the agent reads them every few intervals).
-	MonAt time.Duration
-}
-
-// SampleOf is the scheduler's sample between two readings of a container: counter deltas
-// over the interval, occupancy at its end (its latest reading), and memory bandwidth as
-// ΔMBMTotal / ΔMonAt in 10^6 B/s (sched.Sample.MemBandwidthMBps) between the two
-// monitoring reads; 0 when the monitoring values were not read again (cur.MonAt ==
-// prev.MonAt: the caller keeps its last rate).
-func SampleOf(prev, cur Reading) (sched.Sample, bool) {
-	dt := cur.At - prev.At
-	if dt <= 0 {
-		return sched.Sample{}, false
-	}
-	d := func(a, b float64) float64 { return math.Max(0, b-a) }
-	s := sched.Sample{Interval: dt, At: cur.At,
-		Instructions: d(prev.Instructions, cur.Instructions), Cycles: d(prev.Cycles, cur.Cycles),
-		StallsTotal: d(prev.StallsTotal, cur.StallsTotal), StallsL3Miss: d(prev.StallsL3Miss, cur.StallsL3Miss),
-		LLCReferences: d(prev.LLCReferences, cur.LLCReferences), LLCMisses: d(prev.LLCMisses, cur.LLCMisses),
-		LLCOccupancy: cur.LLCOccupancy}
-	if mdt := cur.MonAt - prev.MonAt; mdt > 0 {
-		s.MemBandwidthMBps = d(prev.MBMTotal, cur.MBMTotal) / mdt.Seconds() / 1e6
-	}
-	return s, true
 }

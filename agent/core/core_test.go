@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"strings"
 	"testing"
@@ -99,26 +98,6 @@ func TestParseRequest(t *testing.T) {
 	r, errs = ParseRequest(nil, m)
 	if r.Class != Batch || len(errs) != 0 {
 		t.Errorf("unlabelled: %+v %v", r, errs)
-	}
-}
-
-// Memory bandwidth is ΔMBM over the time between the two monitoring reads, not the
-// interval: a read every fourth interval of a steady 400 MB/s stream gives 400, and an
-// interval without a new read gives 0 (the agent keeps its last rate).
-func TestSampleOfBandwidthBetweenMonitoringReads(t *testing.T) {
-	ms := time.Millisecond
-	prev := Reading{At: 150 * ms, MonAt: 0, MBMTotal: 0, CPUTime: 10 * ms}
-	cur := Reading{At: 200 * ms, MonAt: 200 * ms, MBMTotal: 80e6, CPUTime: 20 * ms}
-	s, ok := SampleOf(prev, cur)
-	if !ok || s.Interval != 50*ms || math.Abs(s.MemBandwidthMBps-400) > 1e-9 {
-		t.Errorf("read after 200ms of 400 MB/s: %+v (ok %v), want 400 over an interval of 50ms", s, ok)
-	}
-	same := Reading{At: 250 * ms, MonAt: 200 * ms, MBMTotal: 80e6}
-	if s, _ := SampleOf(cur, same); s.MemBandwidthMBps != 0 {
-		t.Errorf("no new monitoring read: bandwidth %v, want 0", s.MemBandwidthMBps)
-	}
-	if _, ok := SampleOf(cur, cur); ok {
-		t.Error("a zero interval gave a sample")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"colo/agent/core"
+	"colo/counter"
 	"colo/machine"
 	"colo/perf"
 	"colo/workload"
@@ -15,7 +16,7 @@ import (
 
 // Counters reads one container's cumulative counters (perf per cgroup, CPU time).
 type Counters interface {
-	Read() (core.Reading, error)
+	Read() (counter.Reading, error)
 	// Mode is "hardware", "software" (software perf events) or "cputime" (cgroup CPU
 	// time only).
 	Mode() string
@@ -118,8 +119,8 @@ type linuxCounters struct {
 
 func (l *linuxCounters) Mode() string { return l.mode }
 
-func (l *linuxCounters) Read() (core.Reading, error) {
-	var r core.Reading
+func (l *linuxCounters) Read() (counter.Reading, error) {
+	var r counter.Reading
 	if l.perf != nil {
 		if _, err := l.perf.Sample(); err == nil {
 			t := l.perf.Totals()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"colo/bench"
+	"colo/counter"
 	"colo/machine"
 	"colo/sim"
 )
@@ -17,7 +18,7 @@ type testsim struct {
 	p     *machine.Profile
 	m     *sim.Machine
 	ids   map[int]sim.ID
-	cum   map[int]*bench.Counters
+	cum   map[int]*counter.Reading
 	clos  map[int]int
 	alloc map[int]bench.AllocationReading
 	free  []int
@@ -29,7 +30,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		t := &testsim{p: bm.Machine, m: m, ids: map[int]sim.ID{}, cum: map[int]*bench.Counters{},
+		t := &testsim{p: bm.Machine, m: m, ids: map[int]sim.ID{}, cum: map[int]*counter.Reading{},
 			clos: map[int]int{}, alloc: map[int]bench.AllocationReading{}}
 		for c := bm.Machine.CAT.NumCLOSIDs - 1; c >= 1; c-- {
 			t.free = append(t.free, c)
@@ -53,7 +54,7 @@ func (t *testsim) Start(j bench.JobSpec, cpus []int) error {
 		return err
 	}
 	t.ids[j.ID] = id
-	t.cum[j.ID] = &bench.Counters{}
+	t.cum[j.ID] = &counter.Reading{}
 	return nil
 }
 func (t *testsim) Stop(id int) error {
@@ -115,10 +116,10 @@ func (t *testsim) SetDefaultMask(socket int, mask uint64) error {
 	}
 	return t.m.SetCLOS(0, cur, nil)
 }
-func (t *testsim) Read(id int) (bench.Counters, error) {
+func (t *testsim) Read(id int) (counter.Reading, error) {
 	c, ok := t.cum[id]
 	if !ok {
-		return bench.Counters{}, fmt.Errorf("no job %d", id)
+		return counter.Reading{}, fmt.Errorf("no job %d", id)
 	}
 	return *c, nil
 }

@@ -17,7 +17,7 @@ import (
 // pure are the core packages. A pattern names one package; a trailing /... takes its
 // subpackages too.
 var pure = []string{"colo/sched", "colo/policy/...", "colo/probe", "colo/predict", "colo/metric", "colo/perfmodel", "colo/cbm",
-	"colo/resctrl/plan", "colo/resctrl/alloc", // the group planner and the allocator are pure although they live under resctrl
+	"colo/counter", "colo/resctrl/plan", "colo/resctrl/alloc", // the group planner and the allocator are pure although they live under resctrl
 	"colo/perfmetric",
 	"colo/agent/core", "colo/agent/profiling", // the agent's decision parts are pure although the agent is not
 }

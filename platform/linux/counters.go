@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"colo/counter"
 	"colo/machine"
 	"colo/perf"
-	"colo/platform"
 	"colo/workload"
 )
 
@@ -53,7 +53,7 @@ func (p *Platform) probeCounters() (noIPCE, noL2 string) {
 
 // L2MissesUnavailable returns "" when jobs' L2 misses are counted (a hardware PMU and
 // the microarchitecture's raw L2-miss event, perf/events.yaml), else why not; then
-// platform.Counters.L2Misses stay 0, which sched.Sample documents as "no such counter".
+// counter.Reading.L2Misses stay 0, which sched.Sample documents as "no such counter".
 func (p *Platform) L2MissesUnavailable() string { return p.noL2 }
 
 func readTrim(path string) string {
@@ -97,10 +97,10 @@ func (p *Platform) closeCounters(j *job) {
 // cycles and stalls stay 0, so IPC and IPCE come out unavailable (NaN), never 0. A job
 // whose container ended on its own gets one error saying so; later reads return its
 // last counts.
-func (p *Platform) Read(id int) (platform.Counters, error) {
+func (p *Platform) Read(id int) (counter.Reading, error) {
 	j, err := p.get(id)
 	if err != nil {
-		return platform.Counters{}, err
+		return counter.Reading{}, err
 	}
 	j.mu.Lock()
 	exited, reported, ex := j.exited, j.exitReported, j.exit
@@ -118,7 +118,7 @@ func (p *Platform) Read(id int) (platform.Counters, error) {
 	return c, err
 }
 
-func (p *Platform) read(j *job) (platform.Counters, error) {
+func (p *Platform) read(j *job) (counter.Reading, error) {
 	c := j.base
 	if j.counter != nil {
 		if _, err := j.counter.Sample(); err != nil {

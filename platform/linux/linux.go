@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"colo/bench"
+	"colo/counter"
 	"colo/machine"
 	"colo/perf"
 	"colo/platform"
@@ -96,8 +97,8 @@ type job struct {
 	cg      workload.Cgroup
 	counter *perf.Counter
 	cputime *workload.CPUTime
-	base    platform.Counters // counts of counters closed by Move
-	quota   float64           // CPU quota (fraction of its cores' time; 0 or 1: none)
+	base    counter.Reading // counts of counters closed by Move
+	quota   float64         // CPU quota (fraction of its cores' time; 0 or 1: none)
 	done    chan struct{}
 
 	mu           sync.Mutex

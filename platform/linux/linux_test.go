@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"colo/bench"
+	"colo/counter"
 	"colo/perf/perftest"
 	"colo/sched"
 	"colo/workload"
@@ -203,7 +204,7 @@ type statsSpy struct {
 	seen *[2]int
 }
 
-func (s statsSpy) Read(id int) (bench.Counters, error) {
+func (s statsSpy) Read(id int) (counter.Reading, error) {
 	c, err := s.Platform.Read(id)
 	if st, n, e := s.Platform.DockerStats(id); e == nil && n > 0 && st.CPUAvailable && id < 2 {
 		s.seen[id] = n

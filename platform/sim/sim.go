@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"colo/bench"
+	"colo/counter"
 	"colo/machine"
 	"colo/platform"
 	"colo/resctrl"
@@ -75,7 +76,7 @@ type job struct {
 	pid    int
 	socket int
 	cpus   []int
-	c      platform.Counters
+	c      counter.Reading
 	q      float64 // CPU quota; 0 = none (SetQuota)
 }
 
@@ -355,10 +356,10 @@ func (p *Platform) sortedJobs() []*job {
 }
 
 // Read implements platform.CounterSampler.
-func (p *Platform) Read(id int) (platform.Counters, error) {
+func (p *Platform) Read(id int) (counter.Reading, error) {
 	jb, ok := p.jobs[id]
 	if !ok {
-		return platform.Counters{}, fmt.Errorf("job %d is not running", id)
+		return counter.Reading{}, fmt.Errorf("job %d is not running", id)
 	}
 	return jb.c, nil
 }

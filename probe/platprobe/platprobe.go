@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"colo/cbm"
+	"colo/counter"
 	"colo/platform"
 	"colo/probe"
 )
@@ -111,7 +112,7 @@ type driver struct {
 	cs   platform.CounterSampler
 	nr   platform.NeighbourRunner
 	c    Config
-	last platform.Counters
+	last counter.Reading
 }
 
 func (d *driver) Start(_ context.Context, kind string) (func() error, error) {
