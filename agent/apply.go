@@ -271,10 +271,12 @@ func (a *Agent) apply(p core.Plan) {
 }
 
 func (a *Agent) setDefault(s int, mask uint64) {
-	if !a.o.Journal.HasDefault() {
-		if text, err := a.o.Groups.SaveDefault(); err == nil {
-			a.o.Journal.SaveDefault(text)
-		}
+	// the administrator's default, before the first change (another instance's record of
+	// it when one holds it: what the mount shows may be its squeezed value)
+	if err := a.o.Journal.SaveDefaultFrom(a.o.Groups.SaveDefault); err != nil {
+		a.count("apply_errors")
+		a.note(slog.LevelWarn, "recording system/default before changing it; left as is", "err", err)
+		return
 	}
 	if err := a.setSocket("", s, mask, 0); err != nil {
 		a.count("apply_errors")
@@ -305,9 +307,11 @@ func (a *Agent) setSocket(path string, socket int, mask uint64, mba int) error {
 // the mount's journal: their groups go, system/default gets its recorded schemata back.
 // Live instances' and other agents' groups are never touched.
 func (a *Agent) reconcile() error {
-	done, err := journal.Reconcile(a.o.Groups.FS(), a.o.StateDir, a.o.Groups.Root(), false)
+	done, err := journal.Reconcile(a.o.Groups.FS(), a.o.StateDir, a.o.Groups.Root(), nil)
 	for _, u := range done {
-		a.note(slog.LevelWarn, "undid what an earlier instance left", "what", u.String())
+		if u.Did() {
+			a.note(slog.LevelWarn, "undid what an earlier instance left", "what", u.String())
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("undoing what an earlier instance left on %s: %w", a.o.Groups.Root(), err)
@@ -349,12 +353,9 @@ func (a *Agent) undo() error {
 		}
 		a.o.Journal.DropGroup(g)
 	}
-	if r := a.o.Journal.Record(); r.Default != "" {
-		if err := a.o.Groups.RestoreDefault(r.Default); err != nil {
-			errs = append(errs, err)
-		} else {
-			a.o.Journal.ClearDefault()
-		}
+	// the last instance out writes the administrator's default back
+	if _, err := a.o.Journal.ReleaseDefault(a.o.Groups.RestoreDefault); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"colo/machine"
 	"colo/resctrl"
@@ -51,6 +53,8 @@ type Groups interface {
 type Journal interface {
 	Record() journal.Record
 	SaveDefault(schemata string) error
+	SaveDefaultFrom(read func() (string, error)) error
+	ReleaseDefault(restore func(schemata string) error) (wrote bool, err error)
 	HasDefault() bool
 	ClearDefault() error
 	AddGroup(path string) error
@@ -88,15 +92,29 @@ func TakeLock(stateDir, root string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// a predecessor killed a moment ago may still hold the lock while it exits (its
+	// files are closed late in the exit): wait for it, never for a live agent
+	for waited := time.Duration(0); ; waited += 20 * time.Millisecond {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
 		b, _ := os.ReadFile(p)
-		f.Close()
-		return nil, fmt.Errorf("another colo agent manages resctrl at %s with state directory %s (pid %s); stop it or use another --state-dir", root, stateDir, strings.TrimSpace(string(b)))
+		holder := strings.TrimSpace(string(b))
+		pid, _ := strconv.Atoi(holder)
+		if journal.ProcessAlive(pid, 0) || waited >= lockWait {
+			f.Close()
+			return nil, fmt.Errorf("another colo agent manages resctrl at %s with state directory %s (pid %s); stop it or use another --state-dir", root, stateDir, holder)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	f.Truncate(0)
 	f.WriteAt([]byte(fmt.Sprint(os.Getpid())), 0)
 	return &Lock{f: f}, nil
 }
+
+// lockWait bounds the wait for an exiting predecessor's lock.
+const lockWait = 10 * time.Second
 
 // Release frees the lock.
 func (l *Lock) Release() {

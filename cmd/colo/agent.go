@@ -29,6 +29,7 @@ import (
 	"colo/bench"
 	"colo/machine"
 	"colo/resctrl"
+	"colo/resctrl/journal"
 	"colo/sched"
 	"colo/workload"
 )
@@ -85,7 +86,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.DurationVar(&f.mbmPeriod, "mbm-period", 5*time.Second, "on a mount with fewer assignable MBM counters than containers: how long a container holds one before the rotation moves it on (priority containers always hold one)")
 	fl.DurationVar(&f.monInterval, "mon-interval", time.Second, "how often each container's resctrl monitoring counters (occupancy, MBM) are read; 0: every --interval")
 	fl.StringVar(&f.profiles, "profiles", "", "a colo predict data directory (Bubble-Up profiles): containers whose image has one get colo_predicted_slowdown")
-	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/colo", "where the journal of the agent's resctrl changes lives")
+	fl.StringVar(&f.stateDir, "state-dir", journal.DefaultStateDir(), "where the journal of the agent's resctrl changes lives (shared with colo run: one administrator's default per mount)")
 	fl.StringVar(&f.runtime, "runtime", "docker", "what to follow: docker, nri (containerd) or process (child cgroups of --cgroup-parent)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -221,6 +222,8 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return err
 	}
+	// an exit at once (a signal after the stop began) leaves these: say so
+	defer leaveBehind(fmt.Sprintf("the agent's resctrl groups (prefix %s) and system/default as it set them, recorded in %s: `colo cleanup --state-dir %s` undoes them", agent.GroupPrefix(instance), jr.Record().File(), f.stateDir))()
 	prof, err := agentProfiler(f, m, log)
 	if err != nil {
 		return err

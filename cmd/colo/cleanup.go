@@ -46,7 +46,7 @@ it. Live runs, the node agent, other tools' groups and containers, and your own 
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&stateDir, "state-dir", journal.DefaultStateDir, "where colo runs keep their journals")
+	cmd.Flags().StringVar(&stateDir, "state-dir", journal.DefaultStateDir(), "where colo runs keep their journals")
 	jsonFlag(cmd.Flags(), &asJSON)
 	rootCmd.AddCommand(cmd)
 }

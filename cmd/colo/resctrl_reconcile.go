@@ -34,7 +34,7 @@ stderr; --legacy removes the ones that hold no task.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r := resctrl.ResolveRoot(*root)
-			done, err := journal.Reconcile(resctrl.OSFS{Root: r}, stateDir, r, false)
+			done, err := journal.Reconcile(resctrl.OSFS{Root: r}, stateDir, r, nil)
 			if err != nil {
 				return err
 			}
@@ -53,7 +53,7 @@ stderr; --legacy removes the ones that hold no task.`,
 			})
 		},
 	}
-	c.Flags().StringVar(&stateDir, "state-dir", journal.DefaultStateDir, "where colo instances keep their journals")
+	c.Flags().StringVar(&stateDir, "state-dir", journal.DefaultStateDir(), "where colo instances keep their journals")
 	c.Flags().BoolVar(&legacy, "legacy", false, "also remove the groups an older colo left (colo.jN) that hold no task")
 	return c
 }

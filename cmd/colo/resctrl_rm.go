@@ -100,7 +100,7 @@ a group a live colo instance (a run or the agent) recorded in its journal under
 		},
 	}
 	c.Flags().BoolVar(&force, "force", false, "also remove groups that are not colo's or that a live colo instance holds")
-	c.Flags().StringVar(&stateDir, "state-dir", journal.DefaultStateDir, "where colo instances keep their journals (a live instance's groups are refused)")
+	c.Flags().StringVar(&stateDir, "state-dir", journal.DefaultStateDir(), "where colo instances keep their journals (a live instance's groups are refused)")
 	return c
 }
 

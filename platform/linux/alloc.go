@@ -170,14 +170,10 @@ func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
 		return err
 	}
 	_ = doms
-	if !p.jr.HasDefault() { // system/default as found, recorded before its first change
-		d, err := p.rdt.DefaultSchemata()
-		if err != nil {
-			return fmt.Errorf("system/default: %w", err)
-		}
-		if err := p.jr.SaveDefault(d); err != nil {
-			return err
-		}
+	// the administrator's system/default, recorded before its first change (another
+	// instance's record of it when one holds it: what the mount shows may be squeezed)
+	if err := p.jr.SaveDefaultFrom(p.rdt.DefaultSchemata); err != nil {
+		return fmt.Errorf("system/default: %w", err)
 	}
 	return p.setSocket("", socket, mask, 0)
 }

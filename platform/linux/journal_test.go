@@ -126,7 +126,7 @@ func TestKilledRunOnOneMountReconciledAfterARunOnAnother(t *testing.T) {
 		t.Fatalf("a run on mount B changed mount A:\n%s\nwas\n%s", got, killed)
 	}
 	a.em.Forget(10000) // the killed run's container is gone too (colo cleanup stops it)
-	done, err := journal.Reconcile(a.em.FS(), state, a.Root(), false)
+	done, err := journal.Reconcile(a.em.FS(), state, a.Root(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func New(bm *bench.Benchmark, o Options) (*Platform, error) {
 		o.Runtime = "docker"
 	}
 	if o.StateDir == "" {
-		o.StateDir = "/run/colo"
+		o.StateDir = journal.DefaultStateDir()
 	}
 	if o.Logf == nil {
 		o.Logf = log.Printf
@@ -314,12 +314,12 @@ func (p *Platform) reconcile() error {
 		fsys, root = p.rdt.Client().FS(), p.rdt.Root()
 	}
 	if len(errs) == 0 {
-		done, err := journal.Reconcile(fsys, p.o.StateDir, root, true)
+		done, err := journal.Reconcile(fsys, p.o.StateDir, root, func(journal.Record) bool { return true })
 		if err != nil {
 			errs = append(errs, err)
 		}
 		for _, u := range done {
-			if len(u.Removed) > 0 || u.Default != "" || u.DefaultLeft != "" {
+			if u.Did() {
 				p.notef("undid what an earlier colo run left: %s", u)
 			}
 		}
@@ -385,12 +385,9 @@ func (p *Platform) teardown() error {
 				errs = append(errs, err)
 			}
 		}
-		if d := p.jr.Record().Default; d != "" {
-			if err := p.rdt.RestoreDefault(d); err != nil {
-				errs = append(errs, fmt.Errorf("restore system/default: %w", err))
-			} else if err := p.jr.ClearDefault(); err != nil {
-				errs = append(errs, err)
-			}
+		// the last instance out writes the administrator's default back
+		if _, err := p.jr.ReleaseDefault(p.rdt.RestoreDefault); err != nil {
+			errs = append(errs, fmt.Errorf("restore system/default: %w", err))
 		}
 	}
 	if p.dock != nil && p.network != "" {

@@ -161,15 +161,101 @@ func (j *Journal) SetRun(run, network string) error {
 }
 
 // SaveDefault records system/default's schemata before the instance first changes it;
-// later calls keep the first value.
+// later calls keep the first value. It is SaveDefaultFrom with a value read before.
 func (j *Journal) SaveDefault(schemata string) error {
+	return j.SaveDefaultFrom(func() (string, error) { return schemata, nil })
+}
+
+// SaveDefaultFrom records the administrator's system/default schemata before the
+// instance first changes it: under the mount's default lock, another record's saved
+// default when one exists (an instance on the mount, live or dead, may have changed
+// system/default already: what it found is the administrator's, what read returns now
+// may be its squeezed value), else what read returns. Later calls keep the first value.
+// Every instance on a mount so records the same original, and ReleaseDefault writes it
+// back only as the last one out.
+func (j *Journal) SaveDefaultFrom(read func() (string, error)) error {
+	if j.HasDefault() {
+		return nil
+	}
+	unlock, err := lockDefault(filepath.Dir(j.r.file))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	d := ""
+	rs, err := listDir(filepath.Dir(j.r.file))
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Instance != j.r.Instance && r.Default != "" {
+			d = r.Default // the oldest: lists are oldest first
+			break
+		}
+	}
+	if d == "" {
+		if d, err = read(); err != nil {
+			return err
+		}
+	}
 	return j.update(func(r *Record) bool {
 		if r.Default != "" {
 			return false
 		}
-		r.Default = schemata
+		r.Default = d
 		return true
 	})
+}
+
+// ReleaseDefault ends the instance's hold on system/default: under the mount's default
+// lock, restore writes the recorded administrator's default back unless another live
+// instance on the mount holds one (it writes the same value back at its own end), and the
+// record forgets it. It reports whether it wrote. A failed restore keeps the record's
+// default (colo cleanup writes it back later).
+func (j *Journal) ReleaseDefault(restore func(schemata string) error) (wrote bool, err error) {
+	d := j.Record().Default
+	if d == "" {
+		return false, nil
+	}
+	unlock, err := lockDefault(filepath.Dir(j.r.file))
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	rs, err := listDir(filepath.Dir(j.r.file))
+	if err != nil {
+		return false, err
+	}
+	held := false
+	for _, r := range rs {
+		if r.Instance != j.r.Instance && r.Default != "" && r.Alive() {
+			held = true
+		}
+	}
+	if !held {
+		if err := restore(d); err != nil {
+			return false, err
+		}
+	}
+	return !held, j.ClearDefault()
+}
+
+// lockDefault takes the default lock of a mount's journal directory (flock on
+// default.lock, waiting for it): saving, releasing and reconciling system/default are
+// serialised across the instances that share the state directory.
+func lockDefault(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "default.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // HasDefault reports whether system/default's original schemata is recorded.
@@ -307,25 +393,41 @@ func listDir(dir string) ([]Record, error) {
 	return out, nil
 }
 
-// Alive reports whether the record's process still runs: its PID exists with the same
-// start time. A record from another PID namespace cannot be judged and counts as alive.
+// Alive reports whether the record's process still runs (ProcessAlive). A record from
+// another PID namespace cannot be judged and counts as alive.
 func (r Record) Alive() bool {
 	if r.PIDNS != PIDNamespace() {
 		return true
 	}
-	if r.PID <= 0 {
-		return false
-	}
-	if r.PID == os.Getpid() {
-		return r.Start == startTicks(r.PID)
-	}
-	err := syscall.Kill(r.PID, 0)
-	if err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	st := startTicks(r.PID)
-	return st == 0 || r.Start == 0 || st == r.Start
+	return ProcessAlive(r.PID, r.Start)
 }
+
+// ProcessAlive reports whether pid names a running process that started at start (clock
+// ticks since boot, /proc/PID/stat field 22; 0: not compared). Dead are: a PID that is
+// gone, a zombie (state Z or X: killed, not yet reaped by its parent), a process already
+// exiting (PF_EXITING in the flags, field 9) and a PID reused by a process with another
+// start time. kill(pid, 0) counts the first two as alive; /proc/PID/stat does not.
+func ProcessAlive(pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	f := statFields(pid)
+	if len(f) < 20 {
+		return false // gone (or unreadable: a process we cannot see is not ours)
+	}
+	if f[0] == "Z" || f[0] == "X" || f[0] == "x" {
+		return false
+	}
+	if flags, err := strconv.ParseUint(f[6], 10, 64); err == nil && flags&pfExiting != 0 {
+		return false
+	}
+	st, _ := strconv.ParseUint(f[19], 10, 64)
+	return start == 0 || st == start
+}
+
+// pfExiting is the kernel's PF_EXITING task flag (include/linux/sched.h): set as the
+// process starts to exit, before its files (and the locks it holds) are closed.
+const pfExiting = 0x4
 
 // Forget deletes a dead instance's record once everything it names was undone.
 func (r Record) Forget() error {
@@ -347,18 +449,24 @@ func PIDNamespace() string {
 	return strings.NewReplacer("[", "", "]", "", ":", "-").Replace(ns)
 }
 
-// startTicks is field 22 of /proc/PID/stat (0 when unreadable).
-func startTicks(pid int) uint64 {
+// statFields are the fields of /proc/PID/stat after the command name (field 3 first;
+// nil when unreadable).
+func statFields(pid int) []string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return nil
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0
+		return nil
 	}
-	f := strings.Fields(s[i+1:])
+	return strings.Fields(s[i+1:])
+}
+
+// startTicks is field 22 of /proc/PID/stat (0 when unreadable).
+func startTicks(pid int) uint64 {
+	f := statFields(pid)
 	if len(f) < 20 {
 		return 0
 	}
@@ -366,5 +474,17 @@ func startTicks(pid int) uint64 {
 	return v
 }
 
-// DefaultStateDir is where `colo run` keeps its journals (platform linux's StateDir).
-const DefaultStateDir = "/run/colo"
+// DefaultStateDir is where colo instances keep their journals unless told otherwise
+// (--state-dir): /run/colo for root, whose instances share it (and so see each other's
+// records and the administrator's default of each mount); for another user
+// $XDG_RUNTIME_DIR/colo, or /tmp/colo-UID without it, so that a user's `colo cleanup`
+// judges only that user's records.
+func DefaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/colo"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "colo")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("colo-%d", os.Geteuid()))
+}

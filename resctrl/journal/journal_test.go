@@ -109,11 +109,11 @@ func TestReconcileOnlyDeadInstances(t *testing.T) {
 	if err := c.SetSchemata("", spec(t, "L3:0=ff0;1=ff0")); err != nil {
 		t.Fatal(err)
 	}
-	if done, err := Reconcile(e.FS(), state, "emu", false); err != nil || len(done) != 0 {
+	if done, err := Reconcile(e.FS(), state, "emu", nil); err != nil || len(done) != 0 {
 		t.Fatalf("both alive: %v %v", done, err)
 	}
 	kill(t, dead)
-	done, err := Reconcile(e.FS(), state, "emu", false)
+	done, err := Reconcile(e.FS(), state, "emu", nil)
 	if err != nil || len(done) != 1 {
 		t.Fatalf("%v %v", done, err)
 	}
@@ -133,21 +133,21 @@ func TestReconcileOnlyDeadInstances(t *testing.T) {
 	if rs, _ := List(state, "emu"); len(rs) != 1 || rs[0].Instance != "live" {
 		t.Fatalf("records %+v", rs)
 	}
-	// A dead instance's default is left while a live one has its own saved (the live
-	// one restores at its end); the record keeps it for later.
+	// A dead instance's default is left while a live one holds the administrator's (the
+	// live one restores at its end): the dead record goes.
 	live.SaveDefault("L3:0=ff0;1=ff0\n")
 	d2, _ := Open(state, "emu", Record{Instance: "dead2", Prefix: "colo.e."})
 	d2.SaveDefault("L3:0=fff;1=fff\n")
 	kill(t, d2)
 	c.SetSchemata("", spec(t, "L3:0=f00"))
-	done, err = Reconcile(e.FS(), state, "emu", false)
+	done, err = Reconcile(e.FS(), state, "emu", nil)
 	if err != nil || len(done) != 1 || done[0].DefaultLeft == "" || done[0].Default != "" {
 		t.Fatalf("%v %v", done, err)
 	}
 	if now, _ := c.Schemata(""); !strings.Contains(now.String(), "L3:0=f00") {
 		t.Fatalf("a live instance's system/default was overwritten: %q", now)
 	}
-	if rs, _ := List(state, "emu"); len(rs) != 2 || rs[1].Default == "" {
+	if rs, _ := List(state, "emu"); len(rs) != 1 || rs[0].Instance != "live" {
 		t.Fatalf("records %+v", rs)
 	}
 }

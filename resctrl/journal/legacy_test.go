@@ -28,7 +28,7 @@ func TestLegacyGroups(t *testing.T) {
 	if want := []string{"mon_groups/colo.j5", "colo.j3", "colo.j3/mon_groups/colo.j3", "colo.j4"}; err != nil || !slices.Equal(got, want) {
 		t.Fatalf("Legacy = %v %v, want %v", got, err, want)
 	}
-	if u, err := Reconcile(e.FS(), t.TempDir(), "/mnt/x", false); err != nil || len(u) != 0 || !c.Exists("colo.j3") || !c.Exists("colo.j4") {
+	if u, err := Reconcile(e.FS(), t.TempDir(), "/mnt/x", nil); err != nil || len(u) != 0 || !c.Exists("colo.j3") || !c.Exists("colo.j4") {
 		t.Fatalf("Reconcile without records did %v %v", u, err)
 	}
 	// the planner of a current instance sees colo.j4's ways as another agent's

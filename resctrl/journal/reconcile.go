@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"colo/resctrl"
@@ -16,11 +17,25 @@ type Undone struct {
 	// DefaultLeft says why a recorded default was not written back ("" when it was or
 	// none was recorded).
 	DefaultLeft string `json:"default_left"`
+	// Dropped says why the record was dropped without undoing anything on the mount
+	// (the mount is gone: nothing of it is left to undo).
+	Dropped string `json:"dropped"`
+	// Err is the step that failed for this record (it is kept for a later try).
+	Err error `json:"-"`
+}
+
+// Did reports whether Reconcile changed anything for the record (an Undone that did
+// nothing is not worth reporting).
+func (u Undone) Did() bool {
+	return len(u.Removed) > 0 || u.Default != "" || u.DefaultLeft != "" || u.Dropped != "" || u.Err != nil
 }
 
 func (u Undone) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "instance %s (%s, pid %d)", u.Record.Instance, u.Record.Kind, u.Record.PID)
+	if u.Dropped != "" {
+		fmt.Fprintf(&b, ": record dropped: %s", u.Dropped)
+	}
 	if len(u.Removed) > 0 {
 		fmt.Fprintf(&b, ": removed %s", strings.Join(u.Removed, ", "))
 	}
@@ -30,26 +45,54 @@ func (u Undone) String() string {
 	if u.DefaultLeft != "" {
 		fmt.Fprintf(&b, "; system/default left as is: %s", u.DefaultLeft)
 	}
+	if u.Err != nil {
+		fmt.Fprintf(&b, "; record kept: %v", u.Err)
+	}
 	return b.String()
 }
 
 // Reconcile undoes on the mount (fsys, at root) what the dead instances recorded under
-// stateDir left: the groups each recorded, or that carry its prefix (MON groups first),
-// are removed, and system/default gets the schemata the oldest dead instance found —
-// unless a live instance recorded a default of its own (it restores at its end). A
-// record whose changes are all undone is deleted. Live instances' groups, other agents'
-// groups and a user's own groups are never touched.
+// stateDir left, each record on its own: the groups it recorded, or that carry its
+// prefix, are removed (MON groups first), and system/default gets the administrator's
+// schemata the records hold — unless a live instance holds one too (it writes the same
+// value back as the last one out; Journal.ReleaseDefault), so a live instance's
+// system/default is never written. A record whose changes are all undone is deleted; a
+// record whose step failed is kept (Undone.Err) and the others go on; when the mount is
+// gone (its schemata file does not exist: unmounted, or an emulator's directory) nothing
+// of it is left to undo and the record is dropped with a note. Live instances' groups,
+// other agents' groups and a user's own groups are never touched.
 //
-// fsys nil (an instance without resctrl) only judges the records. forgetRuns also
-// deletes dead colo runs' records (the caller removed their containers and network).
-func Reconcile(fsys resctrl.FS, stateDir, root string, forgetRuns bool) ([]Undone, error) {
-	rs, err := List(stateDir, root)
+// fsys nil (instances without resctrl) has nothing on a mount to undo. runGone says whether
+// a dead colo run's containers and network are gone (the caller removed them), so its
+// record may go; nil keeps runs' records for colo cleanup.
+func Reconcile(fsys resctrl.FS, stateDir, root string, runGone func(Record) bool) ([]Undone, error) {
+	dir := Dir(stateDir, root)
+	rs, err := listDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	dead := false
+	for _, r := range rs {
+		dead = dead || !r.Alive()
+	}
+	if !dead {
+		return nil, nil
+	}
+	unlock, err := lockDefault(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if rs, err = listDir(dir); err != nil { // again, under the lock
+		return nil, err
+	}
 	var c *resctrl.Client
+	gone := ""
 	if fsys != nil {
 		c = resctrl.New(fsys, resctrl.Options{AllowForeign: true})
+		if _, err := fsys.ReadFile("schemata"); errors.Is(err, os.ErrNotExist) {
+			gone = fmt.Sprintf("resctrl is no longer mounted at %s", root)
+		}
 	}
 	liveDefault := ""
 	for _, r := range rs {
@@ -65,66 +108,60 @@ func Reconcile(fsys resctrl.FS, stateDir, root string, forgetRuns bool) ([]Undon
 			continue
 		}
 		u := Undone{Record: r}
-		if c == nil {
-			out = append(out, u)
-			continue
-		}
-		gs, err := c.Groups()
-		if err != nil {
-			return out, err
-		}
-		for i := len(gs) - 1; i >= 0; i-- { // MON groups before their CTRL_MON group
-			g := gs[i]
-			if g.Path == "" || !r.owns(g.Path) || !c.Exists(g.Path) {
-				continue
-			}
-			if err := c.RemoveGroup(g.Path); err != nil {
-				errs = append(errs, fmt.Errorf("instance %s: %w", r.Instance, err))
-				continue
-			}
-			u.Removed = append(u.Removed, g.Path)
-		}
-		if r.Default != "" {
-			switch {
-			case liveDefault != "":
-				u.DefaultLeft = "live instance " + liveDefault + " changed it after and restores it at its end"
-			case restored:
-				u.DefaultLeft = "an older dead instance's record was written back"
-			default:
-				s, err := resctrl.ParseSchemata(r.Default)
-				if err == nil {
-					err = c.SetSchemata("", s)
-				}
-				if err != nil {
-					errs = append(errs, fmt.Errorf("instance %s: restoring system/default: %w", r.Instance, err))
-				} else {
-					u.Default, restored = r.Default, true
+		switch {
+		case c == nil:
+		case gone != "":
+			u.Dropped = gone
+		default:
+			u.Err = undoGroups(c, r, &u)
+			if u.Err == nil && r.Default != "" {
+				switch {
+				case liveDefault != "":
+					u.DefaultLeft = "live instance " + liveDefault + " holds the administrator's default and writes it back at its end"
+				case restored:
+				default:
+					if err := RestoreDefault(c, r.Default); err != nil {
+						u.Err = fmt.Errorf("restoring system/default: %w", err)
+					} else {
+						u.Default, restored = r.Default, true
+					}
 				}
 			}
+		}
+		if u.Err == nil {
+			r.Default, r.Groups = "", nil
+			if runGone != nil && runGone(r) || r.Run == "" && r.Network == "" {
+				u.Err = r.Forget()
+			} else { // its containers are colo cleanup's
+				u.Err = r.Save()
+			}
+		}
+		if u.Err != nil {
+			errs = append(errs, fmt.Errorf("instance %s: %w", r.Instance, u.Err))
 		}
 		out = append(out, u)
 	}
-	if len(errs) > 0 {
-		return out, errors.Join(errs...)
+	return out, errors.Join(errs...)
+}
+
+// undoGroups removes the groups of the dead record r (recorded, or carrying its prefix),
+// MON groups before their CTRL_MON group.
+func undoGroups(c *resctrl.Client, r Record, u *Undone) error {
+	gs, err := c.Groups()
+	if err != nil {
+		return err
 	}
-	for _, u := range out {
-		r := u.Record
-		if liveDefault == "" {
-			r.Default = "" // written back (or superseded by an older record's)
+	for i := len(gs) - 1; i >= 0; i-- {
+		g := gs[i]
+		if g.Path == "" || !r.owns(g.Path) || !c.Exists(g.Path) {
+			continue
 		}
-		r.Groups = nil
-		var err error
-		switch {
-		case r.Default == "" && (forgetRuns || r.Run == "" && r.Network == ""):
-			err = r.Forget()
-		default: // containers are colo cleanup's; a default waits for the live instance
-			err = r.Save()
+		if err := c.RemoveGroup(g.Path); err != nil {
+			return err
 		}
-		if err != nil {
-			return out, err
-		}
+		u.Removed = append(u.Removed, g.Path)
 	}
-	return out, nil
+	return nil
 }
 
 // RestoreDefault writes a recorded system/default schemata back through c.
