@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"colo/bench"
 
@@ -19,18 +20,25 @@ import (
 // Signals: every command runs under one context (rootCmd.ExecuteContext), cancelled by
 // the first SIGINT or SIGTERM. Commands that hold resources (containers, resctrl groups,
 // a run directory) stop at their next step, clean up and return; colo then exits with
-// 128+signal (130 for SIGINT, 143 for SIGTERM). A second signal exits at once, after
-// printing what the interrupted command said it would leave behind (pending).
+// 128+signal (130 for SIGINT, 143 for SIGTERM). A signal repeated within repeatWindow of
+// the first is the same stop (GNU timeout signals colo and then its process group: two
+// signals a moment apart; a hurried Ctrl-C pressed twice); a signal after that exits at
+// once, after printing what the interrupted command said it would leave behind (pending).
 
 // interruption is the state of signal handling for this process.
 type interruption struct {
 	mu      sync.Mutex
 	sig     os.Signal // the first signal received, nil if none
+	at      time.Time // when it arrived
 	pending map[int]string
 	nextID  int
 	out     io.Writer
 	exit    func(int)
+	now     func() time.Time // nil: time.Now
 }
+
+// repeatWindow is how long after the first signal another one is the same stop.
+const repeatWindow = time.Second
 
 var intr = &interruption{pending: map[int]string{}, out: os.Stderr, exit: os.Exit}
 
@@ -80,10 +88,16 @@ func (in *interruption) watch(parent context.Context) (ctx context.Context, stop
 // receive handles one signal: the first cancels, the second exits.
 func (in *interruption) receive(sig os.Signal, cancel context.CancelCauseFunc) {
 	in.mu.Lock()
+	now := time.Now
+	if in.now != nil {
+		now = in.now
+	}
+	t := now()
 	first := in.sig == nil
 	if first {
-		in.sig = sig
+		in.sig, in.at = sig, t
 	}
+	repeat := !first && t.Sub(in.at) < repeatWindow
 	var left []string
 	for id := 0; id < in.nextID; id++ {
 		if s, ok := in.pending[id]; ok {
@@ -97,9 +111,13 @@ func (in *interruption) receive(sig os.Signal, cancel context.CancelCauseFunc) {
 		cancel(errors.New(signalName(sig)))
 		return
 	}
-	fmt.Fprintf(in.out, "colo: second signal (%s): exiting without cleaning up\n", signalName(sig))
+	if repeat {
+		fmt.Fprintf(in.out, "colo: %s within %v of the first: the same stop, still cleaning up\n", signalName(sig), repeatWindow)
+		return
+	}
+	fmt.Fprintf(in.out, "colo: another signal (%s): exiting without cleaning up\n", signalName(sig))
 	if len(left) == 0 {
-		fmt.Fprintln(in.out, "colo: nothing was pending")
+		fmt.Fprintln(in.out, "colo: nothing registered as left behind")
 	}
 	for _, s := range left {
 		fmt.Fprintln(in.out, "colo: left behind:", s)

@@ -262,12 +262,14 @@ func TestSignalStopsLinuxRunCleanly(t *testing.T) {
 	}
 }
 
-// A second signal exits at once with the first signal's code, after listing what the
-// command said it would leave behind.
+// A second signal within repeatWindow of the first is the same stop (GNU timeout's
+// signal to colo and then to its process group); one after that exits at once with the
+// first signal's code, after listing what the command said it would leave behind.
 func TestSecondSignalExitsSayingWhatIsLeft(t *testing.T) {
 	var out bytes.Buffer
 	code := -1
-	in := &interruption{pending: map[int]string{}, out: &out, exit: func(c int) { code = c }}
+	clock := time.Unix(1000, 0)
+	in := &interruption{pending: map[int]string{}, out: &out, exit: func(c int) { code = c }, now: func() time.Time { return clock }}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := in.leave("run directory runs/x (incomplete)")
 	in.leave("containers: run `colo cleanup`")
@@ -276,6 +278,12 @@ func TestSecondSignalExitsSayingWhatIsLeft(t *testing.T) {
 	if ctx.Err() == nil || code != -1 || in.signalled() != syscall.SIGTERM {
 		t.Fatalf("first signal: ctx %v, exit %d", ctx.Err(), code)
 	}
+	clock = clock.Add(repeatWindow / 2)
+	in.receive(syscall.SIGTERM, cancel) // timeout's second signal, to the process group
+	if code != -1 || !strings.Contains(out.String(), "the same stop") {
+		t.Fatalf("a repeat within %v exited (%d):\n%s", repeatWindow, code, out.String())
+	}
+	clock = clock.Add(repeatWindow)
 	in.receive(syscall.SIGINT, cancel)
 	if code != 143 {
 		t.Fatalf("second signal exit code %d, want 143 (the first signal's)", code)
