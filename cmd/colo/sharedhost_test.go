@@ -35,7 +35,7 @@ func TestRunUnderTimeout(t *testing.T) {
 			t.Parallel()
 			e := newLinuxRunEnv(t)
 			out := t.TempDir() + "/run"
-			cmd := exec.Command("timeout", "-s", sig, fmt.Sprintf("%.2f", after), os.Args[0],
+			cmd := exec.Command("timeout", "--preserve-status", "-s", sig, fmt.Sprintf("%.2f", after), os.Args[0],
 				"run", "../../examples/linux/colocation.yaml", "--platform", "linux", "--resctrl-root", e.root, "--out", out)
 			cmd.Env = append(append(os.Environ(), "COLO_TEST_MAIN=1"), e.env()...)
 			log := &syncBuffer{}
