@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"colo/internal/fileerr"
+	"colo/internal/inputfile"
 )
 
 // File is the benchmark YAML (seed000.md §1.2, Listings 4.1–4.4). Exactly one of
@@ -500,7 +501,7 @@ func lineOf(root *yaml.Node, path ...string) int {
 
 // Load reads, interpolates and validates a benchmark file.
 func Load(path string) (*Benchmark, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path, inputfile.Document)
 	if err != nil {
 		return nil, fmt.Errorf("read benchmark: %w", err)
 	}
@@ -528,7 +529,7 @@ func Parse(file string, b []byte, lookup func(string) (string, bool)) (*Benchmar
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(filepath.Dir(file), p)
 			}
-			pb, err := os.ReadFile(p)
+			pb, err := inputfile.Read(p, inputfile.Document)
 			if err != nil {
 				return nil, &Error{File: file, Line: lineOf(root, "workloads", "input", strconv.Itoa(k)), Msg: fmt.Sprintf("job pool %s: %v", in, err)}
 			}

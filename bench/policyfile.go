@@ -2,10 +2,10 @@ package bench
 
 import (
 	"fmt"
-	"os"
 
 	"gopkg.in/yaml.v3"
 
+	"colo/internal/inputfile"
 	"colo/machine"
 	"colo/policy/ctlsched"
 	"colo/sched"
@@ -26,7 +26,7 @@ func LoadScheduler(path string, m *machine.Profile, implementation string) (sche
 	var b []byte
 	if path != "" {
 		var err error
-		if b, err = os.ReadFile(path); err != nil {
+		if b, err = inputfile.Read(path, inputfile.Document); err != nil {
 			return sched.Config{}, fmt.Errorf("policy options: %w", err)
 		}
 	}

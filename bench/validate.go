@@ -67,6 +67,11 @@ func secs(x float64) time.Duration { return time.Duration(math.Round(x * float64
 // arrival times): a duration is int64 nanoseconds, which holds about 9.22e9 s.
 const MaxSeconds = 9e9
 
+// MaxSteps bounds the periods of one run: max_t over the shorter of the scheduler's
+// tick and the sampling period. A run of more cannot finish in a sitting (max_t 8e9 s at
+// one sample a second) and its samples would not fit a run directory.
+const MaxSteps = 1_000_000
+
 // MaxJobs bounds the jobs of one trace (static containers, or generated: arrival.count,
 // or max_t / arrival.mean when no count is given).
 const MaxJobs = 100000
@@ -122,6 +127,14 @@ func validate(file string, root *yaml.Node, f *File) (*Benchmark, error) {
 	bm.Sched = schedConfig(c, file, root, m, h.Scheduler)
 	bm.Data = dataConfig(c, file, root, DataConfig{Frequency: time.Second, Perf: true, Docker: true, RDT: true}, &h.Data, "benchmark", "data")
 	bm.DB = h.Data.DB
+	if period := bm.Data.Frequency; bm.MaxT > 0 && period > 0 {
+		if bm.Sched.Tick > 0 && bm.Sched.Tick < period {
+			period = bm.Sched.Tick
+		}
+		if n := bm.MaxT / period; n > MaxSteps {
+			c.at(file, root, fmt.Sprintf("max_t %v is %d periods of %v: at most %d (shorten max_t or lengthen tick_t/frequency)", bm.MaxT, n, period, MaxSteps), "benchmark", "max_t")
+		}
+	}
 
 	switch {
 	case f.Containers != nil && (f.Arrival != nil || f.Workloads != nil):

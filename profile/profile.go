@@ -19,12 +19,12 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
 	"colo/data"
+	"colo/internal/inputfile"
 	"colo/metric"
 
 	"colo/internal/fileerr"
@@ -247,7 +247,7 @@ func LoadFS(fsys fs.FS, name string) (*Set, error) {
 
 // LoadFile loads a metrics.csv-format file from disk.
 func LoadFile(path string) (*Set, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Table)
 	if err != nil {
 		return nil, fmt.Errorf("profiles: %w", err)
 	}
@@ -441,8 +441,15 @@ func ParseWorkloads(r io.Reader, file string, set *Set) ([]Workload, error) {
 	return out, nil
 }
 
+// MaxApps bounds the applications of one workload: every search over a workload's
+// partitions grows with it, and no machine colo models has more cores to run them on.
+const MaxApps = 1024
+
 // SplitWorkload splits "a,b,c" into names; empty names and spaces inside names are errors.
 func SplitWorkload(s string) ([]string, error) {
+	if n := strings.Count(s, ",") + 1; n > MaxApps {
+		return nil, fmt.Errorf("workload of %d applications: at most %d", n, MaxApps)
+	}
 	parts := strings.Split(s, ",")
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
@@ -459,7 +466,7 @@ func SplitWorkload(s string) ([]string, error) {
 
 // LoadWorkloadsFile reads a workloads file from disk (see ParseWorkloads).
 func LoadWorkloadsFile(path string, set *Set) ([]Workload, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Table)
 	if err != nil {
 		return nil, fmt.Errorf("workloads: %w", err)
 	}

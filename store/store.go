@@ -16,6 +16,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite: no cgo, the binary stays static
+
+	"colo/internal/inputfile"
 )
 
 // BatchSize is how many buffered rows of one table trigger a write transaction.
@@ -138,9 +140,12 @@ func (s *Store) startCommitLoop(interval time.Duration) {
 // incomplete directory as long as run.json or colo.db exists; Missing says what is absent.
 func Open(dir string) (*Store, error) {
 	s := &Store{dir: dir, runs: map[int64]*RunWriter{}}
-	mb, merr := os.ReadFile(filepath.Join(dir, ManifestFile))
+	mb, merr := inputfile.Read(filepath.Join(dir, ManifestFile), inputfile.Document)
 	dbPath := filepath.Join(dir, DatabaseFile)
 	_, dberr := os.Stat(dbPath)
+	if errors.Is(merr, inputfile.ErrRefused) { // a device or a giant in place of run.json
+		return nil, merr
+	}
 	if merr != nil && dberr != nil {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("%s is not a directory: give the run directory written by colo run (runs/<timestamp>/)", dir)

@@ -27,6 +27,10 @@ type evalFlags struct {
 	json     bool
 }
 
+// maxBWMBps bounds --max-bw: 10^8 MB/s (100 TB/s) is far above any socket's memory
+// bandwidth; a larger value is a typing error, not a machine.
+const maxBWMBps = 1e8
+
 func (f *evalFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.machine, "machine", "skx-6138", "machine profile (colo machine list); its LLC way count must match the profiles")
@@ -62,8 +66,8 @@ func (f *evalFlags) setup() (*machine.Profile, *profile.Set, perfmodel.Options, 
 	if err != nil {
 		return nil, nil, opt, badInput(fmt.Errorf("--bw-model: %w", err))
 	}
-	if f.maxBW < 0 {
-		return nil, nil, opt, badInputf("--max-bw %v: must be > 0 MB/s", f.maxBW)
+	if !(f.maxBW >= 0 && f.maxBW <= maxBWMBps) { // NaN fails both
+		return nil, nil, opt, badInputf("--max-bw %v: want a bandwidth in MB/s, at most %.0g (0: the machine's)", f.maxBW, maxBWMBps)
 	}
 	opt.BW = bw
 	opt.MaxBW = f.maxBW

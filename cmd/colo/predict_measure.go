@@ -134,8 +134,8 @@ latency-like (ns per unit of work, or seconds per run): lower is better.`,
 			if f.runtime == "" {
 				return badInputf("profile measures: give --runtime process or --runtime sim")
 			}
-			if repeat < 1 {
-				return badInputf("--repeat %d: want ≥ 1", repeat)
+			if repeat < 1 || repeat > maxRepeat {
+				return badInputf("--repeat %d: want 1 to %d", repeat, maxRepeat)
 			}
 			apps, r, dials, err := f.measureSetup(cmd.ErrOrStderr(), true)
 			if err != nil {

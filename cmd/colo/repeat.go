@@ -35,8 +35,11 @@ func withRepeat(cmd *cobra.Command, kind string) {
 	fl.StringVar(&f.html, "html", "", "with --repeat: also write an HTML page drawing the intervals to this file")
 	single := cmd.RunE
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if f.n < 1 {
-			return badInputf("--repeat %d: want ≥ 1", f.n)
+		if f.n < 1 || f.n > maxRepeat {
+			return badInputf("--repeat %d: want 1 to %d", f.n, maxRepeat)
+		}
+		if f.parallel < 0 {
+			return badInputf("--parallel %d: want ≥ 0 (0: the available cores)", f.parallel)
 		}
 		if f.n == 1 {
 			if f.html != "" || c.Flags().Changed("noise") || c.Flags().Changed("parallel") {
@@ -50,6 +53,10 @@ func withRepeat(cmd *cobra.Command, kind string) {
 		return runRepeat(c, args[0], kind, f)
 	}
 }
+
+// maxRepeat bounds --repeat: every seed is a whole run, so a count beyond it cannot
+// finish (and would hold a result per seed in memory).
+const maxRepeat = 1000
 
 func runRepeat(c *cobra.Command, file, kind string, f repeatFlags) error {
 	bm, err := bench.Load(file)

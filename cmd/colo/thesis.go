@@ -29,8 +29,8 @@ same files give the same bytes.`,
   colo thesis --repeat 5`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if repeat < 1 {
-				return badInputf("--repeat %d: want ≥ 1", repeat)
+			if repeat < 1 || repeat > maxRepeat {
+				return badInputf("--repeat %d: want 1 to %d", repeat, maxRepeat)
 			}
 			if repeat > 1 {
 				return thesisRepeat(c, dir, repeat, asJSON)

@@ -7,6 +7,7 @@ package measure
 
 import (
 	"bytes"
+	"colo/internal/inputfile"
 	"colo/metric"
 	"context"
 	"errors"
@@ -211,7 +212,7 @@ func CoRuns(ctx context.Context, m predict.Measurer, d Dir, ds *predict.Dataset,
 
 // readReporterRows reads an existing reporter table back as rows (none if it does not exist).
 func readReporterRows(path string) ([]predict.ReporterRow, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path, inputfile.Table)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 
+	"colo/internal/inputfile"
 	"colo/store"
 )
 
@@ -316,7 +317,7 @@ func Read[T any](path, format string) ([]T, error) {
 	default:
 		return nil, fmt.Errorf("unknown format %q", format)
 	}
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Table)
 	if err != nil {
 		return nil, err
 	}
