@@ -112,10 +112,16 @@ func TestCoreStaticRequests(t *testing.T) {
 	c.Add(Container{ID: "t", Name: "throttled", Labels: map[string]string{LabelMBA: "30"}}, 0)
 	c.Add(Container{ID: "x", Name: "too-big", Labels: map[string]string{LabelLLCWays: fmt.Sprint(m.LLC.Ways)}}, 0)
 	var p Plan
+	var log []string
 	for i := 1; i <= 3; i++ {
 		p = c.Tick(time.Duration(i) * time.Second)
+		log = append(log, p.Log...)
 	}
 	ts, tp := p.Targets["s"], p.Targets["p"]
+	// the log names the mask applied (before, the accountant's reversed one: "0xe" for 0x700)
+	if want := fmt.Sprintf("static request: 3 ways %#x", ts.Mask); !strings.Contains(strings.Join(log, "\n"), want) {
+		t.Errorf("the log does not name the applied mask (%q):\n%s", want, strings.Join(log, "\n"))
+	}
 	if st := c.Member("s").State; st != StateStatic {
 		t.Fatalf("static request in state %q", st)
 	}

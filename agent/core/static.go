@@ -72,7 +72,8 @@ func (c *Core) allocateStatic(logf func(string, ...any)) {
 		}
 		mb.Socket, mb.Mask, mb.MBA, mb.Reason = g.Socket, c.rev(g.Mask), g.MBA, ""
 		c.dirty = true
-		logf("%s: static request: %d ways %#x on socket %d, MBA %d", mb.Name, bits.OnesCount64(g.Mask), g.Mask, g.Socket, g.MBA)
+		// the mask the container's group gets (the accountant counts ways from the top)
+		logf("%s: static request: %d ways %#x on socket %d, MBA %d", mb.Name, bits.OnesCount64(mb.Mask), mb.Mask, g.Socket, g.MBA)
 	}
 }
 
