@@ -52,6 +52,11 @@ type Options struct {
 	// Profiler, when set, profiles containers online and fills their profile fields
 	// (colo agent --profile; agent/profiler.Manager).
 	Profiler Profiler
+	// HostAdmin is the administrator's system/default L3 mask (0: the whole cache) and
+	// HostReserveWays the top ways the policy keeps for system/default (the floor,
+	// HostReserve); 0: the policy's own reserve.
+	HostAdmin       uint64
+	HostReserveWays int
 	// StateDir holds the mount's journal (dead instances are undone at start).
 	StateDir string
 	Log      *slog.Logger
@@ -104,6 +109,9 @@ func New(o Options) (*Agent, error) {
 		labelErr: map[string]int{}, counts: map[string]int{}, def: map[int]uint64{}, killed: make(chan struct{}),
 		saidPlan: map[string]bool{}, monEvery: 1}
 	a.al = alloc.New(alloc.Options{Machine: o.Machine, Mount: o.Groups, Prefix: o.Groups.Prefix(), Journal: o.Journal})
+	if o.HostReserveWays > 0 {
+		a.core.SetHost(o.HostAdmin, o.HostReserveWays)
+	}
 	if o.MonInterval > o.Interval {
 		a.monEvery = uint64((o.MonInterval + o.Interval/2) / o.Interval)
 	}

@@ -103,6 +103,7 @@ type Core struct {
 	// agents claim per socket (SetForeign)
 	static  *sched.Accountant
 	reserve uint64
+	admin   uint64 // the administrator's system/default mask (0: the whole cache); SetHost
 	foreign []uint64
 }
 
@@ -342,6 +343,10 @@ func (c *Core) defaults() map[int]uint64 {
 				running++
 			}
 		}
+		// never a way the administrator's default excluded (SetHost)
+		if free := c.m.FullMask() &^ held; c.admin != 0 && free&c.admin != 0 {
+			held = c.m.FullMask() &^ (free & c.admin)
+		}
 		out[s] = sched.DefaultMask(c.m, held)
 		if out[s] == 0 {
 			out[s] = c.m.FullMask() // never leave system/default without ways
@@ -350,6 +355,12 @@ func (c *Core) defaults() map[int]uint64 {
 		// the socket; a socket without managed containers leaves the host every way
 		if e, ok := c.explicit[s]; ok && e != 0 && running > 0 {
 			out[s] = e
+			if c.admin != 0 && e&c.admin != 0 {
+				out[s] = e & c.admin
+			}
+		}
+		if running == 0 && c.admin != 0 {
+			out[s] = c.admin // nothing managed here: the administrator's default as it was
 		}
 	}
 	return out

@@ -48,6 +48,7 @@ type agentFlags struct {
 	logFormat   string
 	logLevel    string
 	noPerf      bool
+	defaultWays string
 	nriSocket   string
 	selectTerms []string
 	process     processFlags
@@ -93,6 +94,7 @@ the journal under --state-dir records. See docs/agent.md.`,
 	fl.StringVar(&f.nriSocket, "nri-socket", nri.DefaultSocket, "containerd's NRI socket (--runtime nri)")
 	fl.StringArrayVar(&f.selectTerms, "select", nil, "manage only containers with this label, KEY or KEY=VALUE (repeat: all must match; default every container)")
 	addProcessFlags(fl, &f.process)
+	fl.StringVar(&f.defaultWays, "default-ways", core.DefaultFloor, "ways system/default always keeps for everything not in a managed container: N or a share (20%: a fifth, at least 2), the top of the administrator's default")
 	fl.BoolVar(&f.noPerf, "no-perf", false, "do not open perf events per container (CPU time only)")
 	addProfileFlags(fl, &f.prof)
 	cmd.AddCommand(agentStatusCmd())
@@ -179,6 +181,18 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		}
 		return err
 	}
+	// the host's floor: the top ways of the administrator's default stay with
+	// system/default; the policy is told by a reserve_ways that keeps them
+	floor, err := core.ParseFloor(f.defaultWays, m.LLC.Ways)
+	if err != nil {
+		return badInput(err)
+	}
+	admin := agent.AdminMask(m, adminDefault(f.stateDir, root))
+	hostWays, reserve := core.HostReserve(m, admin, floor)
+	if reserve >= m.LLC.Ways {
+		return badInputf("--default-ways %s: the administrator's system/default %#x leaves the policy no way outside the floor %#x", f.defaultWays, admin, hostWays)
+	}
+	cfg.ReserveWays = max(cfg.ReserveWays, reserve)
 	cpus, _ := workload.OnlineCPUs()
 	env := sched.Env{Machine: m, Config: cfg, CPUQuotaUnavailable: "colo agent does not throttle containers it did not start"}
 	counters := "cgroup CPU time (--no-perf)"
@@ -230,7 +244,8 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	}
 	ao := agent.Options{Machine: m, Scheduler: s, Groups: g, Journal: jr, Discovery: disc,
 		Host:     &host.Linux{CPUs: cpus, NoPerf: f.noPerf, Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }},
-		Interval: f.interval, MonInterval: f.monInterval, MBMPeriod: f.mbmPeriod, Select: sel, Predictor: pred, StateDir: f.stateDir, Log: log}
+		Interval: f.interval, MonInterval: f.monInterval, MBMPeriod: f.mbmPeriod, Select: sel, Predictor: pred, StateDir: f.stateDir, Log: log,
+		HostAdmin: admin, HostReserveWays: cfg.ReserveWays}
 	if prof != nil {
 		ao.Profiler = prof
 	}
@@ -247,7 +262,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("colo agent started", "policy", s.Name(), "interval", f.interval, "runtime", disc.Name(), "select", sel.String(), "resctrl", root,
-		"listen", ln.Addr().String(), "instance", instance, "journal", jr.Record().File(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable), "counters", counters)
+		"listen", ln.Addr().String(), "instance", instance, "default_ways", fmt.Sprintf("%d (%#x of the administrator's %#x)", floor, hostWays, admin), "journal", jr.Record().File(), "machine", m.Name, "ipce", ipceWord(env.IPCEUnavailable), "counters", counters)
 	if prof != nil {
 		pctx, pstop := context.WithCancel(ctx)
 		defer pstop()
@@ -316,4 +331,19 @@ func fetchStatus(addr string) (api.Status, []byte, error) {
 		return st, nil, fmt.Errorf("agent at %s: bad status: %w", addr, err)
 	}
 	return st, b, nil
+}
+
+// adminDefault is the administrator's system/default schemata on the mount root: the one
+// an instance sharing stateDir recorded (what the mount shows may be its squeezed value),
+// else the mount's ("" when unreadable).
+func adminDefault(stateDir, root string) string {
+	if rs, err := journal.List(stateDir, root); err == nil {
+		for _, r := range rs {
+			if r.Default != "" {
+				return r.Default
+			}
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "schemata"))
+	return string(b)
 }
