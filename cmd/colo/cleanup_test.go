@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"colo/resctrl/journal"
-	"colo/runtime/docker"
-	"colo/runtime/docker/dockertest"
+	"colo/workload/docker"
+	"colo/workload/docker/dockertest"
 )
 
 // colo cleanup judges the journals: a live instance's record is left alone (nothing
