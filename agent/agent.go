@@ -87,6 +87,9 @@ type Agent struct {
 	ticks    uint64 // intervals done
 	monEvery uint64 // intervals between two monitoring reads of a container
 	mbm      mbmState
+	// saidRefused is the refusal last logged per tenant, refusedWhy the latest refusal of
+	// this replan (apply.go)
+	saidRefused, refusedWhy map[string]string
 	// killed ends Run at once without undoing anything (tests: kill -9 in process)
 	killed chan struct{}
 }
@@ -107,7 +110,8 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, core: core.New(o.Machine, o.Scheduler), live: map[string]*live{},
 		labelErr: map[string]int{}, counts: map[string]int{}, def: map[int]uint64{}, killed: make(chan struct{}),
-		saidPlan: map[string]bool{}, monEvery: 1}
+		saidPlan: map[string]bool{}, monEvery: 1,
+		saidRefused: map[string]string{}, refusedWhy: map[string]string{}}
 	a.al = alloc.New(alloc.Options{Machine: o.Machine, Mount: o.Groups, Prefix: o.Groups.Prefix(), Journal: o.Journal})
 	if o.HostReserveWays > 0 {
 		a.core.SetHost(o.HostAdmin, o.HostReserveWays)

@@ -38,9 +38,11 @@ type live struct {
 	cpuCores    float64
 	monOK       bool
 	monGroup    string // the group monOK's values come from
-	// refused is the last target the planner refused (not retried until the policy
-	// changes it)
-	refused *core.Target
+	// refused is the last target the planner refused and refusedWhy the planner's
+	// reason: retried every interval (a CLOSID, RMID or ways another tool held may have
+	// been freed), reported as the container's reason while it waits
+	refused    *core.Target
+	refusedWhy string
 	// synced is the cgroup's thread list at the last PID sync into syncedInto (and
 	// syncedGroup, its control group); syncedAt when the group was last read back
 	synced      []int
@@ -82,7 +84,11 @@ func (a *Agent) replan() error {
 		} else {
 			a.count("refused")
 		}
-		a.note(slog.LevelWarn, "allocation refused; container stays where it is (lost isolation)", "container", a.nameOf(r.Tenant), "mask", fmt.Sprintf("%#x", r.Mask), "why", r.Reason)
+		if a.saidRefused[r.Tenant] != r.Reason { // retried every interval: said once per reason
+			a.saidRefused[r.Tenant] = r.Reason
+			a.note(slog.LevelWarn, "allocation refused; container stays where it is (lost isolation) and waits", "container", a.nameOf(r.Tenant), "mask", fmt.Sprintf("%#x", r.Mask), "why", r.Reason)
+		}
+		a.refusedWhy[r.Tenant] = r.Reason
 	}
 	if err != nil {
 		if ae := (*alloc.ApplyError)(nil); errors.As(err, &ae) {
@@ -230,9 +236,8 @@ func (a *Agent) apply(p core.Plan) {
 		if !ok || l == nil {
 			continue
 		}
-		if l.refused != nil && *l.refused == t {
-			continue
-		}
+		// a refused target is asked again every interval (its want fell back to where the
+		// container is): what refused it may have gone (a freed CLOSID, RMID or ways)
 		w, _ := a.al.Want(l.tenant)
 		pl := a.al.Placement(l.tenant)
 		if w.Mask == t.Mask && w.MBA == t.MBA && (t.Mask == 0 || w.Socket == t.Socket) && pl.Mask == t.Mask {
@@ -255,11 +260,15 @@ func (a *Agent) apply(p core.Plan) {
 		for _, mb := range a.core.Members() {
 			if l := a.live[mb.ID]; l != nil {
 				t := p.Targets[mb.ID]
-				l.refused = nil
+				l.refused, l.refusedWhy = nil, ""
 				if a.al.Placement(l.tenant).Mask != t.Mask {
 					tc := t
-					l.refused = &tc
+					l.refused, l.refusedWhy = &tc, a.refusedWhy[l.tenant]
+				} else if a.saidRefused[l.tenant] != "" {
+					delete(a.saidRefused, l.tenant)
+					a.note(slog.LevelInfo, "allocation granted after waiting", "container", mb.Name, "mask", fmt.Sprintf("%#x", t.Mask))
 				}
+				delete(a.refusedWhy, l.tenant)
 			}
 		}
 	}

@@ -55,6 +55,9 @@ func (a *Agent) snapshot(took time.Duration) api.Status {
 				cs.MBMCounter = "assigned"
 			}
 		}
+		if l.refused != nil && cs.Reason == "" {
+			cs.Reason = fmt.Sprintf("waiting for %#x: %s (retried every interval)", l.refused.Mask, l.refusedWhy)
+		}
 		if l.counters != nil {
 			cs.Counters = l.counters.Mode()
 		}
