@@ -241,3 +241,29 @@ func (a *Adapter) RestoreDefault(schemata string) error {
 	}
 	return a.c.SetSchemata("", s)
 }
+
+// ExclusiveWays is the union of the L3 masks on domain (colo's index) of every control
+// group in mode exclusive or pseudo-locked: ways no other group may be given, not even
+// system/default (the kernel refuses the write, "overlaps with exclusive group").
+func (a *Adapter) ExclusiveWays(domain int) (uint64, error) {
+	gs, err := a.c.Groups()
+	if err != nil {
+		return 0, err
+	}
+	var out uint64
+	for _, g := range gs {
+		if g.Path == "" || g.Mon {
+			continue
+		}
+		mode, err := a.c.Mode(g.Path)
+		if err != nil || mode != "exclusive" && mode != "pseudo-locked" {
+			continue // gone meanwhile, or shareable
+		}
+		m, _, err := a.ReadSchemata(g.Path, domain)
+		if err != nil {
+			return 0, err
+		}
+		out |= m
+	}
+	return out, nil
+}

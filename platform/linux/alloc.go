@@ -169,11 +169,25 @@ func (p *Platform) SetDefaultMask(socket int, mask uint64) error {
 	if err != nil {
 		return err
 	}
-	_ = doms
 	// the administrator's system/default, recorded before its first change (another
 	// instance's record of it when one holds it: what the mount shows may be squeezed)
 	if err := p.jr.SaveDefaultFrom(p.rdt.DefaultSchemata); err != nil {
 		return fmt.Errorf("system/default: %w", err)
+	}
+	// never a way another group holds exclusively: the kernel refuses the write (the
+	// whole socket's, retried every tick), and the default would keep the old ways
+	var excl uint64
+	for _, d := range doms {
+		e, err := p.rdt.ExclusiveWays(d)
+		if err != nil {
+			return fmt.Errorf("system/default: %w", err)
+		}
+		excl |= e
+	}
+	if mask&^excl != 0 {
+		mask &^= excl
+	} else if excl != 0 {
+		mask = p.m.FullMask() &^ excl // what nobody holds exclusively
 	}
 	return p.setSocket("", socket, mask, 0)
 }

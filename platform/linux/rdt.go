@@ -33,6 +33,9 @@ type RDT interface {
 	// back (the journal keeps it across a crash).
 	DefaultSchemata() (string, error)
 	RestoreDefault(schemata string) error
+	// ExclusiveWays is the union of the L3 masks of the groups in mode exclusive or
+	// pseudo-locked on one domain (system/default may not be given them).
+	ExclusiveWays(domain int) (uint64, error)
 	// Client is the client underneath (journal reconcile works on its FS).
 	Client() *resctrl.Client
 	// Root is the mount point (for messages).
