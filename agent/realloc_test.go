@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"colo/agent/api"
+	"colo/agent/core"
+	"colo/agent/discovery"
 	"colo/resctrl/emu"
 )
 
@@ -33,8 +36,8 @@ func TestAgentAllocatesWhenCLOSIDsFree(t *testing.T) {
 		t.Fatal("no group could be made")
 	}
 	h := startAgent(t, em, "static-cat", t.TempDir())
-	h.rt.ch <- Event{Kind: Sync, Containers: []Container{newContainer("ffff0001", Priority, []int{500}, h)}}
-	st := h.until("the priority container refused with a reason", func(st Status) bool {
+	h.rt.ch <- discovery.Event{Kind: discovery.Sync, Containers: []core.Container{newContainer("ffff0001", core.Priority, []int{500}, h)}}
+	st := h.until("the priority container refused with a reason", func(st api.Status) bool {
 		return len(st.Containers) == 1 && st.Containers[0].CtrlGroup == "" && st.Counts["closid_exhausted"] > 0
 	})
 	if c := st.Containers[0]; !strings.Contains(c.Reason, "waiting") {
@@ -47,7 +50,7 @@ func TestAgentAllocatesWhenCLOSIDsFree(t *testing.T) {
 	}
 	// within an interval after the groups went: the next ticks (each is one interval)
 	n := 0
-	h.until("allocated after the CLOSIDs were freed", func(st Status) bool {
+	h.until("allocated after the CLOSIDs were freed", func(st api.Status) bool {
 		n++
 		if n > 3 {
 			t.Fatalf("still not allocated %d intervals after the CLOSIDs were freed: %+v", n-1, st.Containers)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"colo/agent"
+	"colo/agent/api"
+	"colo/agent/core"
 )
 
 // startHeld starts `colo agent ARGS` like startAgentArgs but does not reap it: a
@@ -51,7 +53,7 @@ func TestAgentKill9QuickRestart(t *testing.T) {
 	em, root := mountEmulator(t)
 	before := comparable(em)
 	labels, state := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(labels, "web.labels"), []byte(agent.LabelClass+"=priority\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(labels, "web.labels"), []byte(core.LabelClass+"=priority\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"--runtime", "process", "--cgroup-parent", parent, "--labels-dir", labels,
@@ -60,7 +62,7 @@ func TestAgentKill9QuickRestart(t *testing.T) {
 	if testing.Short() {
 		n = 3
 	}
-	allocated := func(st agent.Status) bool { c := byName(st, "web"); return c != nil && c.Mask != "" }
+	allocated := func(st api.Status) bool { c := byName(st, "web"); return c != nil && c.Mask != "" }
 	var prev *agentProc
 	for i := 0; i <= n; i++ {
 		p := startHeld(t, bin, args...)
