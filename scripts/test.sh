@@ -20,6 +20,8 @@ sc="$HOME/.cache/colo-staticcheck/staticcheck"
 go test -count=1 -timeout 40m ./...
 # the race detector on the packages that run goroutines
 go test -race -count=1 -timeout 40m ./workload/... ./platform/... ./sink/... ./store/... ./resctrl/emu/... ./agent/... ./perf/...
+# ... and the twin's concurrent paths: sim.StepAll, schedulers side by side in bench.RunAll
+go test -race -count=1 -timeout 20m -run 'TestStepAllIsStepByStep|TestRunAllSideBySide' ./sim ./bench
 # every fuzz target for a few seconds of fresh inputs (the corpora ran above)
 FUZZTIME="${FUZZTIME:-5s}" bash scripts/fuzz.sh
 # The Kubernetes module (k8s/, its own go.mod): its pure packages need no cluster.
