@@ -27,11 +27,16 @@ func TestProfileMatrixAgent(t *testing.T) {
 			defer func() { <-sem }()
 			e, root := emutest.MountNamed(t, name, emu.Options{PIDExists: emutest.ProcExists})
 			before := comparable(e)
-			a := startAgent(t, bin, root, t.TempDir(), "static-cat")
+			// each profile's agent manages only its own two containers: the four agents
+			// share one dockerd, and an agent taking the others' containers as well runs
+			// out of the small profiles' CLOSIDs and RMIDs before its own arrive
+			only := "colo.test.matrix=" + name
+			a := startAgentArgs(t, bin, "--runtime", "docker", "--policy", "static-cat", "--resctrl-root", root,
+				"--state-dir", t.TempDir(), "--select", only)
 			a.until("first interval", func(st api.Status) bool { return st.Ticks > 0 && st.RuntimeConnected })
 			pre := fmt.Sprintf("colotest-matrix-%d-%s", os.Getpid(), name)
-			_, ppid := runContainer(t, image, pre+"-prio", "colo.io/class=priority")
-			_, spid := runContainer(t, image, pre+"-fixed", "colo.io/llc-ways=3")
+			_, ppid := runContainer(t, image, pre+"-prio", "colo.io/class=priority", only)
+			_, spid := runContainer(t, image, pre+"-fixed", "colo.io/llc-ways=3", only)
 			st := a.until("both allocated", func(st api.Status) bool {
 				p, s := byName(st, pre+"-prio"), byName(st, pre+"-fixed")
 				return p != nil && s != nil && p.CtrlGroup != "" && s.CtrlGroup != "" && s.Threads > 0
