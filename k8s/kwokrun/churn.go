@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -223,21 +222,11 @@ func (d *driver) watcherMetrics(w http.ResponseWriter, _ *http.Request) {
 // twin (experiment.RunChurn with the real scheduler of arm deciding), and reports the
 // twin's outcome with the scheduler's rate, memory and CPU time.
 func RunChurn(ctx context.Context, tr experiment.ChurnTrace, lib *placement.Library, arm Arm, logf func(string, ...any)) (ChurnResult, error) {
-	c, err := testcluster.Start(ctx, 90*time.Second)
+	c, dc, err := startKwokCluster(ctx)
 	if err != nil {
 		return ChurnResult{}, err
 	}
 	defer c.Stop()
-	dc, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		return ChurnResult{}, err
-	}
-	if err := InstallCRD(ctx, dc, c); err != nil {
-		return ChurnResult{}, err
-	}
-	if err := c.StartKwok(); err != nil {
-		return ChurnResult{}, err
-	}
 	pw := publish.Writer{Client: c.Client, Dynamic: dc, Annotation: true, Object: true}
 	now := time.Now()
 	var socks []nodestate.Socket

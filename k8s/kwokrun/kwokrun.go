@@ -139,23 +139,34 @@ func TenantPod(p experiment.Pod, ns, schedulerName string) *corev1.Pod {
 	}
 }
 
+// startKwokCluster starts a kube-apiserver and etcd, installs colo's CRD and starts
+// kwok: what every experiment arm runs on. The caller stops the cluster.
+func startKwokCluster(ctx context.Context) (*testcluster.Cluster, dynamic.Interface, error) {
+	c, err := testcluster.Start(ctx, 90*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	dc, err := dynamic.NewForConfig(c.Config)
+	if err == nil {
+		err = InstallCRD(ctx, dc, c)
+	}
+	if err == nil {
+		err = c.StartKwok()
+	}
+	if err != nil {
+		c.Stop()
+		return nil, nil, err
+	}
+	return c, dc, nil
+}
+
 // Run runs one arm on a fresh cluster and scores its placements.
 func Run(ctx context.Context, t experiment.Trace, lib *placement.Library, arm Arm, logf func(string, ...any)) (Result, error) {
-	c, err := testcluster.Start(ctx, 90*time.Second)
+	c, dc, err := startKwokCluster(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	defer c.Stop()
-	dc, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := InstallCRD(ctx, dc, c); err != nil {
-		return Result{}, err
-	}
-	if err := c.StartKwok(); err != nil {
-		return Result{}, err
-	}
 	w := publish.Writer{Client: c.Client, Dynamic: dc, Annotation: true, Object: true}
 	now := time.Now()
 	for _, n := range t.Nodes {
